@@ -1,0 +1,26 @@
+PY ?= .venv/bin/python
+VENV ?= .venv
+
+.PHONY: install demo test lint typecheck unit bench
+
+$(VENV)/.installed: pyproject.toml
+	python3 -m venv $(VENV)
+	$(VENV)/bin/pip install -q --upgrade pip
+	$(VENV)/bin/pip install -q -e '.[dev]'
+	touch $@
+
+install: $(VENV)/.installed
+
+demo: install
+	$(VENV)/bin/ragas-trace demo --out demo-out
+
+lint: install
+	$(VENV)/bin/ruff check src tests bench
+
+typecheck: install
+	$(VENV)/bin/mypy
+
+unit: install
+	$(VENV)/bin/python -m pytest -q
+
+test: lint typecheck unit

@@ -1,0 +1,16 @@
+"""ragas-trace: Ragas metrics on live OpenTelemetry traces of RAG apps."""
+
+from ragas_trace.extract import extract_record
+from ragas_trace.record import Context, RagRecord
+from ragas_trace.results import JudgeUsage, Metric, MetricResult, MetricStatus, Scores
+
+__all__ = [
+    "Context",
+    "JudgeUsage",
+    "Metric",
+    "MetricResult",
+    "MetricStatus",
+    "RagRecord",
+    "Scores",
+    "extract_record",
+]

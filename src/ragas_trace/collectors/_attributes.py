@@ -1,0 +1,103 @@
+"""Span attributes shared by every collector, so that LangChain and LlamaIndex
+requests look the same downstream. Each builder yields ``(key, value)`` pairs and
+is cheap: no JSON work unless there is metadata to encode."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+from opentelemetry.util.types import AttributeValue
+
+from ragas_trace import semconv as sc
+
+Attribute = tuple[str, AttributeValue]
+
+# The SDK's default span attribute limit is 128; past it attributes are silently
+# dropped. Documents are therefore capped, and the true count recorded.
+DEFAULT_MAX_DOCUMENTS = 100
+RETRIEVAL_DOCUMENTS_TOTAL = "ragas.retrieval.documents_total"
+
+
+def as_text(value: Any) -> str | None:
+    """Text for an attribute: str as is, bytes decoded leniently, else None."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, bytes | bytearray):
+        return bytes(value).decode("utf-8", errors="replace")
+    return None
+
+
+def chain_attributes(name: str | None, framework: str, app_name: str | None) -> Iterator[Attribute]:
+    yield sc.SPAN_KIND, sc.KIND_CHAIN
+    yield sc.RAGAS_FRAMEWORK, framework
+    if app_name or name:
+        yield sc.RAGAS_APP_NAME, app_name or name or ""
+
+
+def input_attributes(question: str | None) -> Iterator[Attribute]:
+    if question is not None:
+        yield sc.INPUT_VALUE, question
+        yield sc.INPUT_MIME_TYPE, sc.MIME_TEXT
+
+
+def output_attributes(answer: str | None) -> Iterator[Attribute]:
+    if answer is not None:
+        yield sc.OUTPUT_VALUE, answer
+        yield sc.OUTPUT_MIME_TYPE, sc.MIME_TEXT
+
+
+def retriever_attributes() -> Iterator[Attribute]:
+    yield sc.SPAN_KIND, sc.KIND_RETRIEVER
+    yield sc.GEN_AI_OPERATION_NAME, sc.GEN_AI_OPERATION_RETRIEVAL
+
+
+def document_attributes(
+    index: int,
+    content: str | None,
+    doc_id: Any = None,
+    score: Any = None,
+    metadata: Mapping[str, Any] | None = None,
+) -> Iterator[Attribute]:
+    yield sc.document_key(index, sc.DOCUMENT_CONTENT), content if content is not None else ""
+    if doc_id is not None:
+        yield sc.document_key(index, sc.DOCUMENT_ID), str(doc_id)
+    if isinstance(score, int | float) and not isinstance(score, bool):
+        yield sc.document_key(index, sc.DOCUMENT_SCORE), float(score)
+    if metadata:
+        yield sc.document_key(index, sc.DOCUMENT_METADATA), json.dumps(
+            metadata, default=str, ensure_ascii=False
+        )
+
+
+def documents_total(count: int) -> Iterator[Attribute]:
+    yield RETRIEVAL_DOCUMENTS_TOTAL, count
+
+
+def llm_attributes(
+    model: str | None,
+    provider: str | None,
+    prompt_tokens: int | None,
+    completion_tokens: int | None,
+    total_tokens: int | None = None,
+) -> Iterator[Attribute]:
+    """Model and usage in both OpenInference and OTel GenAI spelling."""
+    yield sc.SPAN_KIND, sc.KIND_LLM
+    yield sc.GEN_AI_OPERATION_NAME, sc.GEN_AI_OPERATION_CHAT
+    if model:
+        yield sc.LLM_MODEL_NAME, model
+        yield sc.GEN_AI_REQUEST_MODEL, model
+    if provider:
+        yield sc.LLM_PROVIDER, provider
+        yield sc.GEN_AI_PROVIDER_NAME, provider
+    if prompt_tokens is not None:
+        yield sc.LLM_TOKEN_COUNT_PROMPT, prompt_tokens
+        yield sc.GEN_AI_USAGE_INPUT_TOKENS, prompt_tokens
+    if completion_tokens is not None:
+        yield sc.LLM_TOKEN_COUNT_COMPLETION, completion_tokens
+        yield sc.GEN_AI_USAGE_OUTPUT_TOKENS, completion_tokens
+    if total_tokens is None and prompt_tokens is not None and completion_tokens is not None:
+        total_tokens = prompt_tokens + completion_tokens
+    if total_tokens is not None:
+        yield sc.LLM_TOKEN_COUNT_TOTAL, total_tokens

@@ -1,0 +1,261 @@
+"""Build a ``RagRecord`` from a finished trace's spans.
+
+This is the only place that knows how question, passages and answer are spelled
+in span attributes: our own collectors and OpenInference instrumentations
+(``input.value``, ``retrieval.documents.*``) and OpenLLMetry
+(``traceloop.entity.input`` / ``.output``)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from opentelemetry.sdk.trace import ReadableSpan
+
+from ragas_trace import semconv as sc
+from ragas_trace.record import Context, RagRecord
+
+_QUESTION_KEYS = ("question", "input", "query", "query_str", "message", "prompt")
+_ANSWER_KEYS = ("answer", "output", "result", "response", "text", "content")
+_ROOT_KINDS = frozenset({sc.KIND_CHAIN, "AGENT"})
+
+
+def span_kind(span: ReadableSpan) -> str | None:
+    """The OpenInference span kind, or the OpenLLMetry one mapped onto it."""
+    attrs = span.attributes or {}
+    kind = attrs.get(sc.SPAN_KIND)
+    if isinstance(kind, str):
+        return kind.upper()
+    tl_kind = attrs.get(sc.TRACELOOP_SPAN_KIND)
+    if tl_kind == "workflow":
+        return sc.KIND_CHAIN
+    if tl_kind == "task" and _is_openllmetry_retriever(span):
+        return sc.KIND_RETRIEVER
+    if attrs.get(sc.GEN_AI_OPERATION_NAME) == sc.GEN_AI_OPERATION_RETRIEVAL:
+        return sc.KIND_RETRIEVER
+    return None
+
+
+def is_rag_root_candidate(span: ReadableSpan) -> bool:
+    """A CHAIN/AGENT (or OpenLLMetry workflow) span that carries a question.
+
+    Whether it is the *top* such span of its trace depends on its ancestors; see
+    ``find_root``. A processor seeing spans one at a time decides that from the
+    parent's kind.
+    """
+    return span_kind(span) in _ROOT_KINDS and question_of(span) is not None
+
+
+def find_root(spans: Sequence[ReadableSpan]) -> ReadableSpan | None:
+    """The top-most root candidate: one whose ancestors in ``spans`` are no candidates."""
+    by_id = {s.context.span_id: s for s in spans if s.context is not None}
+    best: ReadableSpan | None = None
+    for span in spans:
+        if not is_rag_root_candidate(span):
+            continue
+        if any(is_rag_root_candidate(a) for a in _ancestors(span, by_id)):
+            continue
+        if best is None or (span.start_time or 0) < (best.start_time or 0):
+            best = span
+    return best
+
+
+def extract_record(
+    spans: Iterable[ReadableSpan], root: ReadableSpan | None = None
+) -> RagRecord | None:
+    """The record of the request rooted at ``root`` (default: ``find_root(spans)``).
+
+    Retrieved passages come from RETRIEVER spans that descend from the root, in start
+    order. Returns ``None`` when no root with a question is found. Never raises on
+    malformed attributes: a field that cannot be read is left out.
+    """
+    span_list = list(spans)
+    if root is None:
+        root = find_root(span_list)
+        if root is None:
+            return None
+    if root.context is None:
+        return None
+    by_id = {s.context.span_id: s for s in span_list if s.context is not None}
+    root_id = root.context.span_id
+    contexts: list[Context] = []
+    prompt_tokens = completion_tokens = 0
+    saw_usage = False
+    for span in sorted(span_list, key=lambda s: s.start_time or 0):
+        if span is root or span.context is None:
+            continue
+        if not any(a.context is not None and a.context.span_id == root_id
+                   for a in _ancestors(span, by_id)):
+            continue
+        kind = span_kind(span)
+        if kind == sc.KIND_RETRIEVER:
+            contexts.extend(documents_of(span))
+        elif kind == sc.KIND_LLM:
+            usage = _usage_of(span.attributes or {})
+            if usage is not None:
+                saw_usage = True
+                prompt_tokens += usage[0]
+                completion_tokens += usage[1]
+    attrs = root.attributes or {}
+    error = None
+    if root.status is not None and not root.status.is_ok and root.status.description:
+        error = root.status.description
+    app_name = attrs.get(sc.RAGAS_APP_NAME)
+    framework = attrs.get(sc.RAGAS_FRAMEWORK)
+    return RagRecord(
+        question=question_of(root),
+        contexts=tuple(contexts),
+        answer=answer_of(root),
+        trace_id=root.context.trace_id,
+        span_id=root_id,
+        app_name=app_name if isinstance(app_name, str) else root.name,
+        framework=framework if isinstance(framework, str) else None,
+        start_time_ns=root.start_time,
+        end_time_ns=root.end_time,
+        prompt_tokens=prompt_tokens if saw_usage else None,
+        completion_tokens=completion_tokens if saw_usage else None,
+        error=error,
+        attributes=dict(attrs),
+    )
+
+
+def question_of(span: ReadableSpan) -> str | None:
+    attrs = span.attributes or {}
+    value = attrs.get(sc.INPUT_VALUE)
+    if value is None:
+        value = attrs.get(sc.TRACELOOP_ENTITY_INPUT)
+    return _text_from(value, _QUESTION_KEYS)
+
+
+def answer_of(span: ReadableSpan) -> str | None:
+    attrs = span.attributes or {}
+    value = attrs.get(sc.OUTPUT_VALUE)
+    if value is None:
+        value = attrs.get(sc.TRACELOOP_ENTITY_OUTPUT)
+    return _text_from(value, _ANSWER_KEYS)
+
+
+def documents_of(span: ReadableSpan) -> list[Context]:
+    """Passages of a RETRIEVER span: OpenInference attributes, else OpenLLMetry output."""
+    attrs = span.attributes or {}
+    docs: list[Context] = []
+    i = 0
+    while True:
+        content = attrs.get(sc.document_key(i, sc.DOCUMENT_CONTENT))
+        if content is None and sc.document_key(i, sc.DOCUMENT_ID) not in attrs:
+            break
+        doc_id = attrs.get(sc.document_key(i, sc.DOCUMENT_ID))
+        score = attrs.get(sc.document_key(i, sc.DOCUMENT_SCORE))
+        docs.append(Context(
+            content=content if isinstance(content, str) else "",
+            id=str(doc_id) if doc_id is not None else None,
+            score=float(score) if isinstance(score, int | float) else None,
+            metadata=_json_object(attrs.get(sc.document_key(i, sc.DOCUMENT_METADATA))),
+        ))
+        i += 1
+    if docs:
+        return docs
+    return _openllmetry_documents(attrs.get(sc.TRACELOOP_ENTITY_OUTPUT))
+
+
+def _ancestors(span: ReadableSpan, by_id: Mapping[int, ReadableSpan]) -> Iterable[ReadableSpan]:
+    seen: set[int] = set()
+    parent = span.parent
+    while parent is not None and parent.span_id not in seen:
+        seen.add(parent.span_id)
+        node = by_id.get(parent.span_id)
+        if node is None:
+            return
+        yield node
+        parent = node.parent
+
+
+def _text_from(value: Any, keys: Sequence[str]) -> str | None:
+    """A string attribute, or the first known key of a JSON object in it."""
+    if not isinstance(value, str):
+        return None
+    stripped = value.strip()
+    if stripped[:1] in ("{", "["):
+        try:
+            decoded = json.loads(stripped)
+        except ValueError:
+            return value
+        found = _find_text(decoded, keys, depth=0)
+        return found if found is not None else value
+    return value
+
+
+def _find_text(obj: Any, keys: Sequence[str], depth: int) -> str | None:
+    if depth > 4:
+        return None
+    if isinstance(obj, str):
+        return obj
+    if isinstance(obj, Mapping):
+        for key in keys:
+            if key in obj:
+                found = _find_text(obj[key], keys, depth + 1)
+                if found is not None:
+                    return found
+        # OpenLLMetry wraps entities as {"inputs": {...}} / {"outputs": {...}}; LangChain
+        # messages as {"kwargs": {"content": ...}}.
+        for wrapper in ("inputs", "outputs", "kwargs", "generations"):
+            if wrapper in obj:
+                found = _find_text(obj[wrapper], keys, depth + 1)
+                if found is not None:
+                    return found
+    if isinstance(obj, list) and obj:
+        return _find_text(obj[-1], keys, depth + 1)
+    return None
+
+
+def _usage_of(attrs: Mapping[str, Any]) -> tuple[int, int] | None:
+    prompt = attrs.get(sc.LLM_TOKEN_COUNT_PROMPT, attrs.get(sc.GEN_AI_USAGE_INPUT_TOKENS))
+    completion = attrs.get(sc.LLM_TOKEN_COUNT_COMPLETION, attrs.get(sc.GEN_AI_USAGE_OUTPUT_TOKENS))
+    if not isinstance(prompt, int) and not isinstance(completion, int):
+        return None
+    return (prompt if isinstance(prompt, int) else 0,
+            completion if isinstance(completion, int) else 0)
+
+
+def _json_object(value: Any) -> Mapping[str, Any] | None:
+    if not isinstance(value, str):
+        return None
+    try:
+        decoded = json.loads(value)
+    except ValueError:
+        return None
+    return decoded if isinstance(decoded, dict) else None
+
+
+def _is_openllmetry_retriever(span: ReadableSpan) -> bool:
+    attrs = span.attributes or {}
+    name = attrs.get(sc.TRACELOOP_ENTITY_NAME)
+    return isinstance(name, str) and "retriev" in name.lower()
+
+
+def _openllmetry_documents(value: Any) -> list[Context]:
+    """OpenLLMetry serialises a retriever's result as JSON of LangChain Documents."""
+    if not isinstance(value, str):
+        return []
+    try:
+        decoded = json.loads(value)
+    except ValueError:
+        return []
+    if isinstance(decoded, Mapping):
+        decoded = decoded.get("outputs", decoded.get("documents", decoded))
+    if not isinstance(decoded, list):
+        return []
+    docs = []
+    for item in decoded:
+        if isinstance(item, Mapping):
+            body = item.get("kwargs", item)
+            content = body.get("page_content", body.get("text", body.get("content")))
+            if isinstance(content, str):
+                meta = body.get("metadata")
+                doc_id = body.get("id")
+                docs.append(Context(content, id=str(doc_id) if doc_id else None,
+                                    metadata=meta if isinstance(meta, Mapping) else None))
+        elif isinstance(item, str):
+            docs.append(Context(item))
+    return docs

@@ -1,0 +1,107 @@
+"""Attribute names: the conventions we read (OpenInference, OTel GenAI, OpenLLMetry)
+and the ``ragas.*`` attributes we write. Every module uses these constants, never
+string literals, so a renamed convention is a one-line change."""
+
+from typing import Final
+
+# OpenInference
+SPAN_KIND: Final = "openinference.span.kind"
+KIND_CHAIN: Final = "CHAIN"
+KIND_RETRIEVER: Final = "RETRIEVER"
+KIND_LLM: Final = "LLM"
+KIND_EMBEDDING: Final = "EMBEDDING"
+KIND_EVALUATOR: Final = "EVALUATOR"
+
+INPUT_VALUE: Final = "input.value"
+INPUT_MIME_TYPE: Final = "input.mime_type"
+OUTPUT_VALUE: Final = "output.value"
+OUTPUT_MIME_TYPE: Final = "output.mime_type"
+MIME_TEXT: Final = "text/plain"
+MIME_JSON: Final = "application/json"
+
+RETRIEVAL_DOCUMENTS: Final = "retrieval.documents"
+DOCUMENT_CONTENT: Final = "document.content"
+DOCUMENT_ID: Final = "document.id"
+DOCUMENT_SCORE: Final = "document.score"
+DOCUMENT_METADATA: Final = "document.metadata"
+
+LLM_MODEL_NAME: Final = "llm.model_name"
+LLM_PROVIDER: Final = "llm.provider"
+LLM_SYSTEM: Final = "llm.system"
+LLM_TOKEN_COUNT_PROMPT: Final = "llm.token_count.prompt"
+LLM_TOKEN_COUNT_COMPLETION: Final = "llm.token_count.completion"
+LLM_TOKEN_COUNT_TOTAL: Final = "llm.token_count.total"
+
+SESSION_ID: Final = "session.id"
+USER_ID: Final = "user.id"
+METADATA: Final = "metadata"
+
+EVALUATIONS: Final = "evaluations"
+EVALUATION_NAME: Final = "evaluation.name"
+EVALUATION_SCORE: Final = "evaluation.score"
+EVALUATION_LABEL: Final = "evaluation.label"
+EVALUATION_EXPLANATION: Final = "evaluation.explanation"
+
+# OpenTelemetry GenAI
+GEN_AI_OPERATION_NAME: Final = "gen_ai.operation.name"
+GEN_AI_OPERATION_CHAT: Final = "chat"
+GEN_AI_OPERATION_EMBEDDINGS: Final = "embeddings"
+GEN_AI_OPERATION_RETRIEVAL: Final = "retrieval"
+GEN_AI_SYSTEM: Final = "gen_ai.system"
+GEN_AI_PROVIDER_NAME: Final = "gen_ai.provider.name"
+GEN_AI_REQUEST_MODEL: Final = "gen_ai.request.model"
+GEN_AI_RESPONSE_MODEL: Final = "gen_ai.response.model"
+GEN_AI_USAGE_INPUT_TOKENS: Final = "gen_ai.usage.input_tokens"
+GEN_AI_USAGE_OUTPUT_TOKENS: Final = "gen_ai.usage.output_tokens"
+GEN_AI_EVALUATION_RESULT: Final = "gen_ai.evaluation.result"
+GEN_AI_EVALUATION_NAME: Final = "gen_ai.evaluation.name"
+GEN_AI_EVALUATION_SCORE_VALUE: Final = "gen_ai.evaluation.score.value"
+GEN_AI_EVALUATION_SCORE_LABEL: Final = "gen_ai.evaluation.score.label"
+GEN_AI_EVALUATION_EXPLANATION: Final = "gen_ai.evaluation.explanation"
+ERROR_TYPE: Final = "error.type"
+
+# OpenLLMetry (Traceloop)
+TRACELOOP_SPAN_KIND: Final = "traceloop.span.kind"
+TRACELOOP_ENTITY_NAME: Final = "traceloop.entity.name"
+TRACELOOP_ENTITY_INPUT: Final = "traceloop.entity.input"
+TRACELOOP_ENTITY_OUTPUT: Final = "traceloop.entity.output"
+TRACELOOP_WORKFLOW_NAME: Final = "traceloop.workflow.name"
+
+# ragas-trace's own
+RAGAS_APP_NAME: Final = "ragas.app.name"
+RAGAS_FRAMEWORK: Final = "ragas.framework"
+RAGAS_STREAM_STATUS: Final = "ragas.stream.status"
+RAGAS_ALWAYS_SCORE: Final = "ragas.evaluation.always"
+RAGAS_FAITHFULNESS: Final = "ragas.faithfulness"
+RAGAS_ANSWER_RELEVANCE: Final = "ragas.answer_relevance"
+RAGAS_CONTEXT_RELEVANCE: Final = "ragas.context_relevance"
+RAGAS_EVALUATION_STATUS: Final = "ragas.evaluation.status"
+RAGAS_EVALUATION_REASON: Final = "ragas.evaluation.reason"
+RAGAS_EVALUATION_JUDGE: Final = "ragas.evaluation.judge"
+RAGAS_EVALUATION_DURATION_MS: Final = "ragas.evaluation.duration_ms"
+RAGAS_JUDGE_PROMPT_TOKENS: Final = "ragas.evaluation.judge.prompt_tokens"
+RAGAS_JUDGE_COMPLETION_TOKENS: Final = "ragas.evaluation.judge.completion_tokens"
+RAGAS_STATEMENTS_TOTAL: Final = "ragas.faithfulness.statements"
+RAGAS_STATEMENTS_SUPPORTED: Final = "ragas.faithfulness.statements_supported"
+RAGAS_CONTEXT_SENTENCES: Final = "ragas.context_relevance.sentences"
+RAGAS_CONTEXT_SENTENCES_KEPT: Final = "ragas.context_relevance.sentences_kept"
+
+
+def document_key(index: int, field: str) -> str:
+    """``retrieval.documents.{index}.{field}``, e.g. ``document_key(0, DOCUMENT_CONTENT)``."""
+    return f"{RETRIEVAL_DOCUMENTS}.{index}.{field}"
+
+
+def metric_attribute(metric: str) -> str:
+    """``ragas.<metric>``: the score attribute of a metric name."""
+    return f"ragas.{metric}"
+
+
+def metric_label_attribute(metric: str) -> str:
+    """``ragas.<metric>.label``: pass / fail against the configured threshold."""
+    return f"ragas.{metric}.label"
+
+
+def metric_status_attribute(metric: str) -> str:
+    """``ragas.<metric>.status``: why a metric has no score (no_statements, failed...)."""
+    return f"ragas.{metric}.status"
