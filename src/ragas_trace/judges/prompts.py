@@ -1,0 +1,153 @@
+"""The four judge prompts of the paper's method (section 3), in our own words, each
+with one demonstration and a JSON schema for its reply.
+
+Inputs travel in XML-style tags (``<question>``, ``<answer>``, ``<context>``,
+``<statements>``) inside the last user message; the demonstration is a user /
+assistant pair before it. The loopback test server reads the same tags, so the tag
+names and task names here are the contract between the two.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import Any
+
+
+class Task(StrEnum):
+    """One kind of judge call; also the name of its JSON schema."""
+
+    STATEMENTS = "statements"
+    QUESTIONS = "questions"
+    CONTEXT = "context_sentences"
+    VERDICTS = "verdicts"
+
+
+TAG_QUESTION = "question"
+TAG_ANSWER = "answer"
+TAG_CONTEXT = "context"
+TAG_STATEMENTS = "statements"
+QUESTION_COUNT_LABEL = "Number of questions:"
+
+Message = dict[str, str]
+
+
+def tagged(tag: str, text: str) -> str:
+    return f"<{tag}>\n{text.strip()}\n</{tag}>"
+
+
+def numbered(items: Sequence[str]) -> str:
+    return "\n".join(f"{i}. {' '.join(item.split())}" for i, item in enumerate(items, 1))
+
+
+@dataclass(frozen=True)
+class Prompt:
+    task: Task
+    system: str
+    demo_user: str
+    demo_reply: str
+    schema: dict[str, Any]
+
+    def messages(self, user: str) -> list[Message]:
+        return [
+            {"role": "system", "content": self.system},
+            {"role": "user", "content": self.demo_user},
+            {"role": "assistant", "content": self.demo_reply},
+            {"role": "user", "content": user},
+        ]
+
+
+def _object(**properties: Any) -> dict[str, Any]:
+    return {"type": "object", "properties": properties, "required": list(properties),
+            "additionalProperties": False}
+
+
+_STRINGS = {"type": "array", "items": {"type": "string"}}
+
+STATEMENTS = Prompt(
+    Task.STATEMENTS,
+    "Split the answer into short statements that each stand on their own: replace "
+    "pronouns with what they refer to and keep every claim the answer makes. Use the "
+    "answer's language. A refusal or an answer without any claim gives no statements. "
+    'Reply with JSON: {"statements": [...]}.',
+    tagged(TAG_QUESTION, "Who wrote Faust?") + "\n" + tagged(
+        TAG_ANSWER, "Goethe wrote it. He finished the second part in 1831."),
+    '{"statements": ["Goethe wrote Faust.", '
+    '"Goethe finished the second part of Faust in 1831."]}',
+    _object(statements=_STRINGS),
+)
+
+QUESTIONS = Prompt(
+    Task.QUESTIONS,
+    "Read the answer and write the questions it answers, as many as asked, in the "
+    "answer's language. Set noncommittal to true when the answer evades, hedges or "
+    "says it does not know. "
+    'Reply with JSON: {"questions": [...], "noncommittal": false}.',
+    tagged(TAG_ANSWER, "The Danube flows into the Black Sea.")
+    + f"\n{QUESTION_COUNT_LABEL} 2",
+    '{"questions": ["Where does the Danube flow into?", '
+    '"Into which sea does the Danube empty?"], "noncommittal": false}',
+    _object(questions=_STRINGS, noncommittal={"type": "boolean"}),
+)
+
+CONTEXT = Prompt(
+    Task.CONTEXT,
+    "Copy, word for word, the sentences of the context that are needed to answer the "
+    "question. Do not change or merge sentences. If none helps, return an empty list "
+    "and set insufficient_information to true. "
+    'Reply with JSON: {"sentences": [...], "insufficient_information": false}.',
+    tagged(TAG_QUESTION, "When was the bridge opened?") + "\n" + tagged(
+        TAG_CONTEXT, "The bridge spans the river. It was opened in 1932. "
+        "Its designer also built a church."),
+    '{"sentences": ["It was opened in 1932."], "insufficient_information": false}',
+    _object(sentences=_STRINGS, insufficient_information={"type": "boolean"}),
+)
+
+VERDICTS = Prompt(
+    Task.VERDICTS,
+    "For each numbered statement decide whether the context supports it. Give a "
+    "brief reason first, then supported true or false; a statement the context does "
+    "not state or contradicts is not supported. One entry per statement, in order. "
+    'Reply with JSON: {"verdicts": [{"id": 1, "reason": "...", "supported": true}]}.',
+    tagged(TAG_CONTEXT, "Marie Curie won the Nobel Prize in Physics in 1903.") + "\n"
+    + tagged(TAG_STATEMENTS, numbered(["Marie Curie won a Nobel Prize.",
+                                       "Marie Curie was born in Paris."])),
+    '{"verdicts": [{"id": 1, "reason": "The context states it.", "supported": true}, '
+    '{"id": 2, "reason": "Her birthplace is not mentioned.", "supported": false}]}',
+    _object(verdicts={"type": "array", "items": _object(
+        id={"type": "integer"}, reason={"type": "string"}, supported={"type": "boolean"})}),
+)
+
+PROMPTS: dict[Task, Prompt] = {p.task: p for p in (STATEMENTS, QUESTIONS, CONTEXT, VERDICTS)}
+
+
+def join_contexts(contexts: Sequence[str]) -> str:
+    return "\n\n".join(c.strip() for c in contexts if c.strip())
+
+
+def statements_input(question: str, answer: str) -> str:
+    return tagged(TAG_QUESTION, question) + "\n" + tagged(TAG_ANSWER, answer)
+
+
+def questions_input(answer: str, n: int) -> str:
+    return tagged(TAG_ANSWER, answer) + f"\n{QUESTION_COUNT_LABEL} {n}"
+
+
+def context_input(question: str, contexts: Sequence[str]) -> str:
+    return tagged(TAG_QUESTION, question) + "\n" + tagged(TAG_CONTEXT, join_contexts(contexts))
+
+
+def verdicts_input(contexts: Sequence[str], statements: Sequence[str]) -> str:
+    return tagged(TAG_CONTEXT, join_contexts(contexts)) + "\n" + tagged(
+        TAG_STATEMENTS, numbered(statements))
+
+
+def response_format(task: Task, mode: str) -> dict[str, Any] | None:
+    """The ``response_format`` argument for ``mode`` json_schema | json_object | none."""
+    if mode == "json_schema":
+        return {"type": "json_schema",
+                "json_schema": {"name": str(task), "strict": True, "schema": PROMPTS[task].schema}}
+    if mode == "json_object":
+        return {"type": "json_object"}
+    return None
