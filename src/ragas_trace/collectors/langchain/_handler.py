@@ -1,0 +1,352 @@
+"""``RagasCallbackHandler``: one OpenTelemetry trace per LangChain root run.
+
+Spans are made for the root run (CHAIN, with question and answer), each retriever
+run (RETRIEVER, with its passages) and each model call (LLM, with model and token
+usage); every other run only maps to its nearest spanned ancestor. Each callback is
+wrapped so that nothing raises into the chain, and a span is ended even when
+building its attributes fails."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from itertools import chain
+from typing import Any
+from uuid import UUID
+
+from langchain_core.callbacks import BaseCallbackHandler
+from opentelemetry import context as otel_context
+from opentelemetry import trace
+from opentelemetry.context import _SUPPRESS_INSTRUMENTATION_KEY
+from opentelemetry.sdk.trace import SpanLimits
+from opentelemetry.trace import Span, Status, StatusCode, TracerProvider
+
+from ragas_trace import semconv as sc
+from ragas_trace._internal_errors import record_internal_error
+from ragas_trace.collectors import _attributes as attributes
+from ragas_trace.collectors.langchain import _settings, _values
+from ragas_trace.collectors.langchain._runs import Run, RunMap
+
+FRAMEWORK = "langchain"
+_SCOPE = "ragas_trace.collectors.langchain"
+# Attributes a retriever span carries besides its documents (kind, operation,
+# query and its mime type, documents_total), plus headroom for sampler attributes.
+_RETRIEVER_BASE_ATTRIBUTES = 8
+_ABANDONED = "abandoned"
+_COMPLETED = "completed"
+
+
+class RagasCallbackHandler(BaseCallbackHandler):
+    """Turns each LangChain request into a trace whose spans carry what Ragas scores.
+
+    ``tracer_provider``: where spans go (default: the global provider).
+    ``app_name``: recorded as ``ragas.app.name`` (default: the root chain's name).
+    ``max_documents``: passages recorded per retriever span (env
+    ``RAGAS_TRACE_MAX_DOCUMENTS``, default 100; fewer when the span attribute limit
+    would be exceeded, with the true count in ``ragas.retrieval.documents_total``).
+    ``run_ttl_s``: requests still open after this long are ended and forgotten
+    (env ``RAGAS_TRACE_RUN_TTL_S``, default 600). ``max_open_runs``: open runs kept
+    at most (env ``RAGAS_TRACE_MAX_OPEN_RUNS``, default 10,000), oldest evicted first.
+    """
+
+    # A sync handler under ainvoke would otherwise be run in an executor thread
+    # per event; our callbacks are short and never block.
+    run_inline = True
+    raise_error = False
+    ignore_agent = True
+    ignore_retry = True
+    ignore_custom_event = True
+
+    def __init__(
+        self,
+        tracer_provider: TracerProvider | None = None,
+        app_name: str | None = None,
+        *,
+        max_documents: int | None = None,
+        run_ttl_s: float | None = None,
+        max_open_runs: int | None = None,
+    ) -> None:
+        super().__init__()
+        if app_name is not None and not isinstance(app_name, str):
+            raise ValueError(f"app_name must be a string, got {type(app_name).__name__}")
+        self._tracer = trace.get_tracer(_SCOPE, tracer_provider=tracer_provider)
+        self._app_name = app_name
+        self._max_documents = int(_settings.MAX_DOCUMENTS.resolve(max_documents))
+        self._run_ttl_s = _settings.RUN_TTL_S.resolve(run_ttl_s)
+        self._runs = RunMap(self._run_ttl_s, int(_settings.MAX_OPEN_RUNS.resolve(max_open_runs)))
+        limit = SpanLimits().max_span_attributes
+        self._document_attribute_budget = (
+            None if limit is None else max(limit - _RETRIEVER_BASE_ATTRIBUTES, 0))
+        self.evicted_runs = 0
+
+    @property
+    def open_runs(self) -> int:
+        """Runs started and not yet ended or evicted (for monitoring and tests)."""
+        return len(self._runs)
+
+    # Chains -------------------------------------------------------------------
+
+    def on_chain_start(self, serialized: dict[str, Any] | None, inputs: Any, *, run_id: UUID,
+                       parent_run_id: UUID | None = None, **kwargs: Any) -> None:
+        try:
+            if parent_run_id is not None and self._runs.link(run_id, parent_run_id):
+                return
+            self._start_root(run_id, inputs, _run_name(serialized, kwargs, "chain"))
+        except Exception as exc:
+            record_internal_error("langchain.on_chain_start", exc)
+
+    def on_chain_end(self, outputs: Any, *, run_id: UUID, **kwargs: Any) -> None:
+        try:
+            run = self._runs.pop(run_id)
+            if run is not None and run.span is not None:
+                self._end_root(run, run.span, outputs, kwargs.get("inputs"))
+        except Exception as exc:
+            record_internal_error("langchain.on_chain_end", exc)
+
+    def on_chain_error(self, error: BaseException, *, run_id: UUID, **kwargs: Any) -> None:
+        try:
+            run = self._runs.pop(run_id)
+            if run is not None and run.span is not None:
+                if run.root is run and not run.question_known:
+                    self._set_question(run, run.span, kwargs.get("inputs"))
+                _fail(run.span, error)
+        except Exception as exc:
+            record_internal_error("langchain.on_chain_error", exc)
+
+    # Retrievers ---------------------------------------------------------------
+
+    def on_retriever_start(self, serialized: dict[str, Any] | None, query: Any, *,
+                           run_id: UUID, parent_run_id: UUID | None = None,
+                           **kwargs: Any) -> None:
+        try:
+            attrs = dict(chain(attributes.retriever_attributes(),
+                               attributes.input_attributes(attributes.as_text(query))))
+            self._start_child(run_id, parent_run_id, _run_name(serialized, kwargs, "retriever"),
+                              attrs)
+        except Exception as exc:
+            record_internal_error("langchain.on_retriever_start", exc)
+
+    def on_retriever_end(self, documents: Sequence[Any], *, run_id: UUID,
+                         **kwargs: Any) -> None:
+        try:
+            run = self._runs.pop(run_id)
+            if run is not None and run.span is not None:
+                _end(run.span, self._document_attributes, documents)
+        except Exception as exc:
+            record_internal_error("langchain.on_retriever_end", exc)
+
+    def on_retriever_error(self, error: BaseException, *, run_id: UUID, **kwargs: Any) -> None:
+        self._end_with_error(run_id, error, "langchain.on_retriever_error")
+
+    # Models -------------------------------------------------------------------
+
+    def on_chat_model_start(self, serialized: dict[str, Any] | None, messages: Any, *,
+                            run_id: UUID, parent_run_id: UUID | None = None,
+                            metadata: dict[str, Any] | None = None, **kwargs: Any) -> None:
+        try:
+            self._start_llm(serialized, run_id, parent_run_id, metadata, kwargs)
+        except Exception as exc:
+            record_internal_error("langchain.on_chat_model_start", exc)
+
+    def on_llm_start(self, serialized: dict[str, Any] | None, prompts: Any, *, run_id: UUID,
+                     parent_run_id: UUID | None = None, metadata: dict[str, Any] | None = None,
+                     **kwargs: Any) -> None:
+        try:
+            self._start_llm(serialized, run_id, parent_run_id, metadata, kwargs)
+        except Exception as exc:
+            record_internal_error("langchain.on_llm_start", exc)
+
+    def on_llm_end(self, response: Any, *, run_id: UUID, **kwargs: Any) -> None:
+        try:
+            run = self._runs.pop(run_id)
+            if run is not None and run.span is not None:
+                _end(run.span, _usage_attributes, response)
+        except Exception as exc:
+            record_internal_error("langchain.on_llm_end", exc)
+
+    def on_llm_error(self, error: BaseException, *, run_id: UUID, **kwargs: Any) -> None:
+        self._end_with_error(run_id, error, "langchain.on_llm_error")
+
+    # Tools: no spans, but their children must still find the request. ----------
+
+    def on_tool_start(self, serialized: dict[str, Any] | None, input_str: Any, *,
+                      run_id: UUID, parent_run_id: UUID | None = None, **kwargs: Any) -> None:
+        try:
+            if parent_run_id is not None:
+                self._runs.link(run_id, parent_run_id)
+        except Exception as exc:
+            record_internal_error("langchain.on_tool_start", exc)
+
+    def on_tool_end(self, output: Any, *, run_id: UUID, **kwargs: Any) -> None:
+        self._forget(run_id, "langchain.on_tool_end")
+
+    def on_tool_error(self, error: BaseException, *, run_id: UUID, **kwargs: Any) -> None:
+        self._forget(run_id, "langchain.on_tool_error")
+
+    # Internals ----------------------------------------------------------------
+
+    def _start_root(self, run_id: UUID, inputs: Any, name: str) -> None:
+        start = time.time_ns()
+        ctx = otel_context.get_current()
+        if otel_context.get_value(_SUPPRESS_INSTRUMENTATION_KEY, ctx):
+            # Register the request anyway, so that its children are not taken for roots.
+            self._evict(self._runs.add_root(Run(run_id, None, None)))
+            return
+        streaming = _values.is_stream_placeholder(inputs)
+        question = None if streaming else _values.question_of(inputs)
+        attrs = dict(chain(attributes.chain_attributes(name, FRAMEWORK, self._app_name),
+                           attributes.input_attributes(question)))
+        run = Run(run_id, self._tracer.start_span(name, ctx, attributes=attrs, start_time=start),
+                  None)
+        run.streaming = streaming
+        run.question_known = question is not None
+        self._evict(self._runs.add_root(run))
+
+    def _start_child(self, run_id: UUID, parent_run_id: UUID | None, name: str,
+                     attrs: dict[str, Any]) -> None:
+        start = time.time_ns()
+        parent = self._runs.get(parent_run_id) if parent_run_id is not None else None
+        if parent is None:
+            # A retriever or model called on its own is a request of its own.
+            ctx = otel_context.get_current()
+            if otel_context.get_value(_SUPPRESS_INSTRUMENTATION_KEY, ctx):
+                self._evict(self._runs.add_root(Run(run_id, None, None)))
+                return
+            span = self._tracer.start_span(name, ctx, attributes=attrs, start_time=start)
+            self._evict(self._runs.add_root(Run(run_id, span, None)))
+            return
+        if parent.span is None:
+            self._runs.add_child(Run(run_id, None, parent.root))
+            return
+        span = self._tracer.start_span(name, parent.child_context(), attributes=attrs,
+                                       start_time=start)
+        self._runs.add_child(Run(run_id, span, parent.root))
+
+    def _start_llm(self, serialized: dict[str, Any] | None, run_id: UUID,
+                   parent_run_id: UUID | None, metadata: Mapping[str, Any] | None,
+                   kwargs: Mapping[str, Any]) -> None:
+        invocation = kwargs.get("invocation_params")
+        attrs = dict(attributes.llm_attributes(
+            _values.model_of(metadata, invocation if isinstance(invocation, Mapping) else None),
+            _values.provider_of(metadata), None, None))
+        self._start_child(run_id, parent_run_id, _run_name(serialized, kwargs, "llm"), attrs)
+
+    def _end_root(self, run: Run, span: Span, outputs: Any, inputs: Any) -> None:
+        try:
+            if not run.question_known:
+                self._set_question(run, span, inputs)
+            attrs = dict(attributes.output_attributes(_values.answer_of(outputs)))
+            # A consumer that stops a sync stream early ends the root while the
+            # model run is still open.
+            if run.open_children > 0:
+                attrs[sc.RAGAS_STREAM_STATUS] = _ABANDONED
+            elif run.streaming:
+                attrs[sc.RAGAS_STREAM_STATUS] = _COMPLETED
+            span.set_attributes(attrs)
+        finally:
+            span.end(time.time_ns())
+
+    def _set_question(self, run: Run, span: Span, inputs: Any) -> None:
+        question = _values.question_of(inputs)
+        if question is not None:
+            span.set_attributes(dict(attributes.input_attributes(question)))
+            run.question_known = True
+
+    def _end_with_error(self, run_id: UUID, error: BaseException, where: str) -> None:
+        try:
+            run = self._runs.pop(run_id)
+            if run is not None and run.span is not None:
+                _fail(run.span, error)
+        except Exception as exc:
+            record_internal_error(where, exc)
+
+    def _forget(self, run_id: UUID, where: str) -> None:
+        try:
+            self._runs.pop(run_id)
+        except Exception as exc:
+            record_internal_error(where, exc)
+
+    def _document_attributes(self, documents: Any) -> Iterator[attributes.Attribute]:
+        docs = documents if isinstance(documents, Sequence) else list(documents or ())
+        yield from attributes.documents_total(len(docs))
+        budget = self._document_attribute_budget
+        for i, doc in enumerate(docs[: self._max_documents]):
+            try:
+                doc_attrs = list(_values.document_attrs(i, doc))
+            except Exception as exc:
+                # One bad passage loses only its own attributes.
+                record_internal_error("langchain.document", exc)
+                doc_attrs = list(attributes.document_attributes(i, None))
+            if budget is not None:
+                # Past the span attribute limit the SDK drops the OLDEST attributes
+                # (the span kind first), so stop before reaching it.
+                budget -= len(doc_attrs)
+                if budget < 0:
+                    return
+            yield from doc_attrs
+
+    def _evict(self, victims: list[Run]) -> None:
+        for run in victims:
+            self.evicted_runs += 1
+            if run.span is None:
+                continue
+            try:
+                run.span.set_attribute(sc.RAGAS_RUN_EVICTED, True)
+                run.span.set_status(Status(
+                    StatusCode.ERROR, f"no end event within {self._run_ttl_s:g} s; evicted"))
+            except Exception as exc:
+                record_internal_error("langchain.evict", exc)
+            finally:
+                run.span.end(time.time_ns())
+
+
+def _end(span: Span, build: Callable[[Any], Iterable[attributes.Attribute]], value: Any) -> None:
+    """Set the attributes ``build(value)`` yields, then end the span whatever happens."""
+    try:
+        span.set_attributes(dict(build(value)))
+    finally:
+        span.end(time.time_ns())
+
+
+def _fail(span: Span, error: BaseException) -> None:
+    try:
+        if isinstance(error, GeneratorExit):
+            # The consumer of an astream stopped early: not the app's failure.
+            span.set_attribute(sc.RAGAS_STREAM_STATUS, _ABANDONED)
+        else:
+            span.record_exception(error)
+            span.set_status(Status(StatusCode.ERROR, f"{type(error).__name__}: {error}"))
+    finally:
+        span.end(time.time_ns())
+
+
+def _usage_attributes(response: Any) -> Iterator[attributes.Attribute]:
+    prompt, completion, total = _values.usage_of(response)
+    if prompt is not None:
+        yield sc.LLM_TOKEN_COUNT_PROMPT, prompt
+        yield sc.GEN_AI_USAGE_INPUT_TOKENS, prompt
+    if completion is not None:
+        yield sc.LLM_TOKEN_COUNT_COMPLETION, completion
+        yield sc.GEN_AI_USAGE_OUTPUT_TOKENS, completion
+    if total is None and prompt is not None and completion is not None:
+        total = prompt + completion
+    if total is not None:
+        yield sc.LLM_TOKEN_COUNT_TOTAL, total
+    model = _values.response_model_of(response)
+    if model is not None:
+        yield sc.GEN_AI_RESPONSE_MODEL, model
+
+
+def _run_name(serialized: Mapping[str, Any] | None, kwargs: Mapping[str, Any],
+              default: str) -> str:
+    name = kwargs.get("name")
+    if isinstance(name, str) and name:
+        return name
+    if isinstance(serialized, Mapping):
+        name = serialized.get("name")
+        if isinstance(name, str) and name:
+            return name
+        ids = serialized.get("id")
+        if isinstance(ids, list) and ids and isinstance(ids[-1], str):
+            return ids[-1]
+    return default

@@ -1,0 +1,113 @@
+"""The open runs of one handler: run id -> the ``Run`` that owns the nearest span.
+
+Runs we do not make spans for (prompts, parsers, parallel steps, tools) map to
+their parent's ``Run`` object itself, so following the tree costs one dict write
+per run and no allocation. Every access goes through one lock: LangChain calls a
+handler from the caller's thread, executor threads (``batch``,
+``RunnableParallel``) and event-loop tasks at once.
+
+Memory is bounded two ways: runs whose request started more than ``ttl_s`` ago are
+evicted (a stream the consumer abandoned may never send its end event), and when
+more than ``max_runs`` are open the oldest are evicted first."""
+
+from __future__ import annotations
+
+import threading
+import time
+from uuid import UUID
+
+from opentelemetry import context as otel_context
+from opentelemetry import trace
+from opentelemetry.trace import Span
+
+
+class Run:
+    """A run that owns a span (or a suppressed request's root, whose ``span`` is None)."""
+
+    __slots__ = ("_child_context", "open_children", "question_known", "root", "run_id",
+                 "span", "started", "streaming")
+
+    def __init__(self, run_id: UUID, span: Span | None, root: Run | None) -> None:
+        self.run_id = run_id
+        self.span = span
+        self.root: Run = root if root is not None else self
+        self.started: float = time.monotonic() if root is None else root.started
+        self.streaming = False
+        self.question_known = False
+        # Retriever/LLM runs of this request still open (kept on the root only).
+        self.open_children = 0
+        self._child_context: otel_context.Context | None = None
+
+    def child_context(self) -> otel_context.Context:
+        """The OTel context that parents spans under this run's span, built once."""
+        if self._child_context is None:
+            span = self.span if self.span is not None else trace.INVALID_SPAN
+            self._child_context = trace.set_span_in_context(span)
+        return self._child_context
+
+
+class RunMap:
+    def __init__(self, ttl_s: float, max_runs: int) -> None:
+        self._lock = threading.Lock()
+        self._runs: dict[UUID, Run] = {}
+        self._ttl_s = ttl_s
+        self._max_runs = max_runs
+        # Sweeping walks the whole map, so it runs at most a few times per TTL.
+        self._sweep_every = max(ttl_s / 4, 0.001)
+        self._next_sweep = time.monotonic() + self._sweep_every
+
+    def __len__(self) -> int:
+        with self._lock:
+            return len(self._runs)
+
+    def link(self, run_id: UUID, parent_run_id: UUID) -> Run | None:
+        """Map a span-less run to its parent's ``Run``; None when the parent is unknown."""
+        with self._lock:
+            parent = self._runs.get(parent_run_id)
+            if parent is not None:
+                self._runs[run_id] = parent
+            return parent
+
+    def get(self, run_id: UUID) -> Run | None:
+        with self._lock:
+            return self._runs.get(run_id)
+
+    def add_child(self, run: Run) -> None:
+        with self._lock:
+            self._runs[run.run_id] = run
+            run.root.open_children += 1
+
+    def add_root(self, run: Run) -> list[Run]:
+        """Register a new request; returns the runs evicted to make room or for age."""
+        now = run.started
+        with self._lock:
+            self._runs[run.run_id] = run
+            if now < self._next_sweep and len(self._runs) <= self._max_runs:
+                return []
+            self._next_sweep = now + self._sweep_every
+            return self._evict_locked(now - self._ttl_s)
+
+    def pop(self, run_id: UUID) -> Run | None:
+        """Forget a run; returns its ``Run`` only when that run owns it (its span to end)."""
+        with self._lock:
+            run = self._runs.pop(run_id, None)
+            if run is None or run.run_id != run_id:
+                return None
+            if run.root is not run:
+                run.root.open_children -= 1
+            return run
+
+    def _evict_locked(self, cutoff: float) -> list[Run]:
+        victims: list[Run] = []
+        # Over the cap, go down to 90% of it so that a sustained overload does not
+        # rescan the map on every new request.
+        excess = len(self._runs) - (self._max_runs * 9 // 10 if len(self._runs) > self._max_runs
+                                    else self._max_runs)
+        # Insertion order is start order: when over the cap, the oldest go first.
+        for run_id, run in list(self._runs.items()):
+            if run.started < cutoff or excess > 0:
+                del self._runs[run_id]
+                excess -= 1
+                if run.run_id == run_id:
+                    victims.append(run)
+        return victims

@@ -1,0 +1,153 @@
+"""Question, answer, passages, model and token usage read from the objects LangChain
+hands to callbacks. Each reader accepts anything and returns ``None`` (or nothing)
+for shapes it does not know: a chain's odd input must never cost the user a trace."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Any
+
+from ragas_trace.collectors._attributes import Attribute, as_text, document_attributes
+
+QUESTION_KEYS = ("question", "input", "query", "query_str", "message", "prompt")
+ANSWER_KEYS = ("answer", "output", "result", "response", "text", "content")
+# Vector stores put a similarity score in metadata under one of these names.
+_SCORE_KEYS = ("score", "relevance_score", "similarity_score", "_score")
+_MAX_DEPTH = 3
+
+
+def is_stream_placeholder(inputs: Any) -> bool:
+    """``stream``/``astream`` start the root run with ``{"input": ""}``; the real input
+    arrives with ``on_chain_end(inputs=...)``."""
+    return type(inputs) is dict and len(inputs) == 1 and inputs.get("input") == ""
+
+
+def question_of(inputs: Any) -> str | None:
+    return _text_of(inputs, QUESTION_KEYS, 0)
+
+
+def answer_of(outputs: Any) -> str | None:
+    return _text_of(outputs, ANSWER_KEYS, 0)
+
+
+def _text_of(value: Any, keys: Sequence[str], depth: int) -> str | None:
+    if type(value) is str:
+        return value
+    if isinstance(value, str):
+        # StrOutputParser returns a str subclass; exporters want the plain type.
+        return str.__str__(value)
+    if value is None or depth > _MAX_DEPTH:
+        return None
+    if isinstance(value, Mapping):
+        for key in keys:
+            if key in value:
+                return _text_of(value[key], keys, depth + 1)
+        return None
+    content = getattr(value, "content", None)
+    if content is not None:
+        return _message_text(content)
+    text = as_text(value)
+    if text is not None:
+        return text
+    if isinstance(value, list) and value:
+        # A list of messages: the question is the last one.
+        return _text_of(value[-1], keys, depth + 1)
+    return None
+
+
+def _message_text(content: Any) -> str | None:
+    """A message's ``content``: a str, or a list of str / ``{"type": "text"}`` blocks."""
+    if isinstance(content, str):
+        return str.__str__(content)
+    if isinstance(content, list):
+        texts: list[str] = []
+        for block in content:
+            text = block if isinstance(block, str) else (
+                block.get("text") if isinstance(block, Mapping) else None)
+            if isinstance(text, str):
+                texts.append(text)
+        return "".join(texts) if texts else None
+    return as_text(content)
+
+
+def document_attrs(index: int, doc: Any) -> Iterator[Attribute]:
+    """One passage: a ``Document``, a str, or a mapping with ``page_content``/``content``."""
+    metadata = getattr(doc, "metadata", None)
+    content: Any = getattr(doc, "page_content", None)
+    doc_id = getattr(doc, "id", None)
+    if content is None:
+        if isinstance(doc, Mapping):
+            content = doc.get("page_content", doc.get("content", doc.get("text")))
+            metadata = doc.get("metadata")
+            doc_id = doc.get("id")
+        else:
+            content = doc
+    if not isinstance(metadata, Mapping):
+        metadata = None
+    score = None
+    if metadata:
+        if doc_id is None:
+            doc_id = metadata.get("id")
+        for key in _SCORE_KEYS:
+            if key in metadata:
+                score = metadata[key]
+                break
+    return document_attributes(index, as_text(content), doc_id, score, metadata)
+
+
+def model_of(metadata: Mapping[str, Any] | None,
+             invocation: Mapping[str, Any] | None) -> str | None:
+    """The model name LangChain reports at start (``ls_model_name``), else the call's params."""
+    if metadata:
+        name = metadata.get("ls_model_name")
+        if isinstance(name, str) and name:
+            return name
+    if invocation:
+        for key in ("model", "model_name", "model_id"):
+            name = invocation.get(key)
+            if isinstance(name, str) and name:
+                return name
+    return None
+
+
+def provider_of(metadata: Mapping[str, Any] | None) -> str | None:
+    if metadata:
+        provider = metadata.get("ls_provider")
+        if isinstance(provider, str) and provider:
+            return provider
+    return None
+
+
+def usage_of(response: Any) -> tuple[int | None, int | None, int | None]:
+    """(prompt, completion, total) tokens: the message's ``usage_metadata``, else the
+    provider's ``llm_output["token_usage"]``."""
+    usage: Any = None
+    try:
+        message = getattr(response.generations[0][0], "message", None)
+        usage = getattr(message, "usage_metadata", None)
+    except (AttributeError, IndexError, TypeError):
+        usage = None
+    if isinstance(usage, Mapping):
+        return (_int(usage.get("input_tokens")), _int(usage.get("output_tokens")),
+                _int(usage.get("total_tokens")))
+    llm_output = getattr(response, "llm_output", None)
+    if isinstance(llm_output, Mapping):
+        usage = llm_output.get("token_usage") or llm_output.get("usage")
+        if isinstance(usage, Mapping):
+            return (_int(usage.get("prompt_tokens", usage.get("input_tokens"))),
+                    _int(usage.get("completion_tokens", usage.get("output_tokens"))),
+                    _int(usage.get("total_tokens")))
+    return None, None, None
+
+
+def response_model_of(response: Any) -> str | None:
+    llm_output = getattr(response, "llm_output", None)
+    if isinstance(llm_output, Mapping):
+        name = llm_output.get("model_name", llm_output.get("model"))
+        if isinstance(name, str) and name:
+            return name
+    return None
+
+
+def _int(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
