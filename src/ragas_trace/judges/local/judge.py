@@ -1,0 +1,191 @@
+"""``LocalJudge``: the three metrics offline, on CPU, with no API key.
+
+All embedding work for a record happens in one batched model call, run in a worker
+thread so the scorer's event loop is never blocked.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable, Sequence
+
+import numpy as np
+
+from ragas_trace._internal_errors import record_internal_error
+from ragas_trace.judges.local.embedder import MODEL_ID, Embedder, ModelIntegrityError, Vectors
+from ragas_trace.judges.local.evidence import Evidence, build_evidence
+from ragas_trace.judges.local.lexicon import is_noncommittal
+from ragas_trace.judges.local.scoring import answer_relevance, sentence_need, statement_support
+from ragas_trace.metrics.sentences import split_sentences
+from ragas_trace.results import (
+    ALL_METRICS,
+    Metric,
+    MetricResult,
+    MetricStatus,
+    Scores,
+    StatementVerdict,
+)
+
+
+class LocalJudge:
+    """Scores records with all-MiniLM-L6-v2 (int8 ONNX) and token grounding.
+
+    ``threads``: onnxruntime threads (default: env ``RAGAS_TRACE_LOCAL_THREADS``, else
+    half the cores). The model loads on first use, or call ``load()`` up front.
+    """
+
+    def __init__(self, *, threads: int | None = None, embedder: Embedder | None = None) -> None:
+        self._embedder = embedder or Embedder(threads=threads)
+
+    @property
+    def name(self) -> str:
+        return f"local:{MODEL_ID}"
+
+    def load(self) -> None:
+        """Load the model now instead of on the first record."""
+        self._embedder.load()
+
+    async def aclose(self) -> None:
+        return None
+
+    async def evaluate(
+        self,
+        question: str | None,
+        contexts: Sequence[str],
+        answer: str | None,
+        metrics: frozenset[Metric] = ALL_METRICS,
+    ) -> Scores:
+        return await asyncio.to_thread(self.evaluate_sync, question, contexts, answer, metrics)
+
+    def evaluate_sync(
+        self,
+        question: str | None,
+        contexts: Sequence[str],
+        answer: str | None,
+        metrics: frozenset[Metric] = ALL_METRICS,
+    ) -> Scores:
+        """The blocking form of ``evaluate``, for callers outside an event loop."""
+        started = time.perf_counter()
+        try:
+            scores = _Record(self._embedder, question, contexts, answer, metrics).score()
+        except (ImportError, ModelIntegrityError) as exc:
+            scores = self._failed(metrics, f"local model unavailable: {exc}")
+        except Exception as exc:  # our bug: count it, never invent a score
+            record_internal_error("judges.local.evaluate", exc)
+            scores = self._failed(metrics, f"local judge error: {type(exc).__name__}")
+        return Scores(
+            judge=self.name,
+            results=scores.results,
+            statements=scores.statements,
+            context_sentences=scores.context_sentences,
+            kept_sentences=scores.kept_sentences,
+            duration_s=time.perf_counter() - started,
+        )
+
+    def _failed(self, metrics: frozenset[Metric], reason: str) -> Scores:
+        failed = MetricResult.unscored(MetricStatus.FAILED, reason)
+        return Scores(judge=self.name, results={m: failed for m in metrics})
+
+_VecFn = Callable[[str], Vectors]
+
+
+class _Record:
+    """One record being scored: gathers every text to embed, embeds once, scores."""
+
+    def __init__(self, embedder: Embedder, question: str | None, contexts: Sequence[str],
+                 answer: str | None, metrics: frozenset[Metric]) -> None:
+        self.embedder = embedder
+        self.question = (question or "").strip()
+        self.answer = (answer or "").strip()
+        self.contexts = [c for c in contexts if isinstance(c, str) and c.strip()]
+        self.metrics = metrics
+        self.evidence: Evidence = build_evidence(self.contexts)
+        self.refusal = bool(self.answer) and is_noncommittal(self.answer)
+        self.statements = split_sentences(self.answer) if not self.refusal else []
+        self.rarity = embedder.rarity
+
+    def score(self) -> Scores:
+        texts = self._texts_to_embed()
+        vectors = self.embedder.embed(texts) if texts else np.zeros((0, 0), np.float32)
+        index = {t: i for i, t in enumerate(texts)}
+
+        def vec(text: str) -> Vectors:
+            row: Vectors = vectors[index[text]]
+            return row
+
+        results: dict[Metric, MetricResult] = {}
+        verdicts: tuple[StatementVerdict, ...] = ()
+        kept: tuple[str, ...] = ()
+        sentence_vectors = np.stack([vec(t) for t in self.evidence.texts]) \
+            if self.evidence.sentences else np.zeros((0, 1), np.float32)
+        if Metric.FAITHFULNESS in self.metrics:
+            results[Metric.FAITHFULNESS], verdicts = self._faithfulness(vec, sentence_vectors)
+        if Metric.ANSWER_RELEVANCE in self.metrics:
+            results[Metric.ANSWER_RELEVANCE] = self._answer_relevance(vec)
+        if Metric.CONTEXT_RELEVANCE in self.metrics:
+            results[Metric.CONTEXT_RELEVANCE], kept = self._context_relevance(
+                vec, sentence_vectors)
+        return Scores(judge="", results=results, statements=verdicts,
+                      context_sentences=len(self.evidence.sentences), kept_sentences=kept)
+
+    def _texts_to_embed(self) -> list[str]:
+        wanted: list[str] = []
+        if Metric.FAITHFULNESS in self.metrics and self.evidence.sentences:
+            wanted += self.statements
+        if self.question and self.answer and Metric.ANSWER_RELEVANCE in self.metrics:
+            wanted += [self.question, self.answer]
+        if self.question and Metric.CONTEXT_RELEVANCE in self.metrics:
+            wanted.append(self.question)
+        if wanted and self.evidence.sentences and (
+                Metric.FAITHFULNESS in self.metrics or Metric.CONTEXT_RELEVANCE in self.metrics):
+            wanted += self.evidence.texts
+        return list(dict.fromkeys(wanted))
+
+    def _faithfulness(self, vec: _VecFn, sentence_vectors: Vectors
+                      ) -> tuple[MetricResult, tuple[StatementVerdict, ...]]:
+        if not self.answer:
+            return MetricResult.unscored(MetricStatus.NO_ANSWER), ()
+        if not self.evidence.sentences:
+            return MetricResult.unscored(MetricStatus.NO_CONTEXT), ()
+        if not self.statements:
+            return MetricResult.unscored(
+                MetricStatus.NO_STATEMENTS, "the answer declines to answer"), ()
+        units = _with_adjacent_pairs(sentence_vectors)
+        supports = [statement_support(s, vec(s), self.evidence, units, self.rarity)
+                    for s in self.statements]
+        verdicts = tuple(StatementVerdict(s, sup.degree >= 0.5, sup.reason)
+                         for s, sup in zip(self.statements, supports, strict=True))
+        return MetricResult.scored(float(np.mean([s.degree for s in supports]))), verdicts
+
+    def _answer_relevance(self, vec: _VecFn) -> MetricResult:
+        if not self.question:
+            return MetricResult.unscored(MetricStatus.NO_QUESTION)
+        if not self.answer:
+            return MetricResult.unscored(MetricStatus.NO_ANSWER)
+        if self.refusal:
+            return MetricResult(0.0, MetricStatus.SCORED, "noncommittal answer")
+        value, reason = answer_relevance(self.question, vec(self.question), self.answer,
+                                         vec(self.answer), self.rarity)
+        return MetricResult(min(1.0, max(0.0, value)), MetricStatus.SCORED, reason)
+
+    def _context_relevance(self, vec: _VecFn, sentence_vectors: Vectors
+                           ) -> tuple[MetricResult, tuple[str, ...]]:
+        if not self.question:
+            return MetricResult.unscored(MetricStatus.NO_QUESTION), ()
+        if not self.evidence.sentences:
+            return MetricResult.unscored(MetricStatus.NO_CONTEXT), ()
+        needs = sentence_need(self.question, vec(self.question), self.evidence,
+                              sentence_vectors, self.rarity)
+        kept = tuple(s for s, n in zip(self.evidence.texts, needs, strict=True) if n >= 0.5)
+        return MetricResult.scored(float(np.mean(needs))), kept
+
+
+def _with_adjacent_pairs(vectors: Vectors) -> Vectors:
+    """Sentence vectors plus one vector per pair of neighbours (normalised sum), since
+    one answer sentence often summarises two context sentences."""
+    if len(vectors) < 2:
+        return vectors
+    pairs = vectors[:-1] + vectors[1:]
+    pairs /= np.clip(np.linalg.norm(pairs, axis=1, keepdims=True), 1e-12, None)
+    return np.concatenate([vectors, pairs])

@@ -1,0 +1,73 @@
+"""Small closed word lists the local judge needs (English, German, Chinese): function
+words, vague placeholders, noncommittal phrases and question types. Generic language
+facts, not tuned to any data set."""
+
+from __future__ import annotations
+
+import re
+from enum import Enum
+
+STOPWORDS = frozenset("""
+a an the and or but nor so yet if then than that this these those there here of in on at
+to from by for with without within into onto over under about above below between among
+through during before after since until upon via per as is are was were be been being am
+do does did done doing have has had having will would shall should can could may might
+must not no yes it its it's they them their theirs he him his she her hers we us our you
+your i me my mine who whom whose which what when where why how also too very just only
+even still both either neither each every all any some such same other another more most
+less least much many few own again further once s t d ll re ve
+while whereas because although though however thus therefore hence
+der die das den dem des ein eine einer eines einem einen und oder aber sondern denn wenn
+dann als wie ist sind war waren wird werden wurde wurden sein seine seiner seinen seinem
+ihr ihre ihren ihrem ihrer es er sie wir ihm ihn uns euch mich mir dich dir zu zum zur
+im in am an auf aus bei mit nach von vor für über unter durch um gegen ohne bis seit auch
+nicht kein keine keinen noch nur schon sehr so dass daß hat haben hatte hatten wer was wann
+wo warum welche welcher welches welchen diese dieser dieses diesem diesen jener sich man
+""".split())
+
+# Placeholders that stand in for the fact a question asks for.
+VAGUE_WORDS = frozenset("""
+someone somebody something somewhere somehow sometime sometimes some certain various
+several many lots thing things stuff kind sort around roughly approximately
+different differ differs differing similar unspecified particular well-known famous
+jemand etwas irgendwo irgendwie irgendwann einige manche verschiedene gewisse ungefähr
+""".split())
+
+_NONCOMMITTAL = re.compile(
+    r"\b(i\s+(do\s+not|don't|dont)\s+know|i\s+am\s+not\s+sure|i'm\s+not\s+sure|not\s+sure"
+    r"|no\s+idea|cannot\s+(answer|say|tell|determine|find)|can't\s+(answer|say|tell|find)"
+    r"|unable\s+to\s+(answer|determine|find)|no\s+information|not\s+enough\s+information"
+    r"|insufficient\s+information|does\s+not\s+(say|mention|contain)"
+    r"|doesn't\s+(say|mention|contain)|weiß\s+(ich\s+)?nicht|keine\s+ahnung"
+    r"|keine\s+informationen?|nicht\s+sicher|kann\s+(ich\s+)?(das\s+)?nicht\s+beantworten)\b"
+    r"|我不知道|不清楚|无法回答|不确定|没有相关信息|无法确定",
+    re.IGNORECASE,
+)
+
+
+def is_noncommittal(answer: str) -> bool:
+    """Whether the answer evades ("I don't know", "keine Ahnung", "我不知道")."""
+    return bool(_NONCOMMITTAL.search(answer))
+
+
+class Expects(Enum):
+    """What kind of token an answer to the question must contain."""
+
+    NOTHING = "nothing"
+    NUMBER = "number"  # when, how many, how much: a date or quantity
+    NAME = "name"  # who, where: a proper name
+
+
+_EXPECTATIONS: tuple[tuple[re.Pattern[str], Expects], ...] = (
+    (re.compile(r"\b(when|what\s+year|which\s+year|how\s+(many|much|long|old|tall|far"
+                r"|high|big|large|often))\b|\b(wann|wie\s+(viele?|lange|alt|hoch|groß|oft"
+                r"|weit))\b|什么时候|何时|哪一?年|多少|几|多久|多高|多大", re.IGNORECASE),
+     Expects.NUMBER),
+    (re.compile(r"\b(who|whom|whose|where)\b|\b(wer|wem|wen|wessen|wo|woher)\b|谁|哪里|哪儿|在哪",
+                re.IGNORECASE), Expects.NAME),
+)
+
+
+def expectations(question: str) -> frozenset[Expects]:
+    """The answer types a question asks for; several for compound questions."""
+    return frozenset(kind for pattern, kind in _EXPECTATIONS if pattern.search(question))

@@ -1,0 +1,162 @@
+"""The three metrics, approximated from sentence embeddings and token grounding.
+
+Each per-item judgement (a statement supported, a context sentence needed) is a
+degree in [0, 1] rather than a yes/no, and a metric is the mean degree: the expected
+share of supported statements or needed sentences. Verdicts shown to the user are
+those degrees cut at one half.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from ragas_trace.judges.local.embedder import Vectors
+from ragas_trace.judges.local.evidence import Evidence
+from ragas_trace.judges.local.lexicon import (
+    VAGUE_WORDS,
+    Expects,
+    expectations,
+)
+from ragas_trace.judges.local.tokens import (
+    Kind,
+    RarityFn,
+    Token,
+    Vocabulary,
+    clause_groups,
+    content_tokens,
+    normalise,
+    vague_count,
+    weight,
+)
+
+# Cosine similarities of all-MiniLM-L6-v2: paraphrases sit above ~0.65, text on the
+# same topic around 0.3 to 0.5, unrelated text below 0.2.
+SIM_FLOOR, SIM_FULL = 0.30, 0.65
+NEED_FLOOR, NEED_FULL = 0.30, 0.60
+MISSING_FACT_FACTOR = 0.25  # per number or name absent from the context
+VAGUE_FACTOR = 0.75  # per placeholder word ("someone", "something") in an answer
+UNMET_EXPECTATION_FACTOR = 0.5  # a "when" question answered without any date...
+LEXICAL_WEIGHT = 0.2  # share of the question's terms a context sentence contains
+
+
+@dataclass(frozen=True, slots=True)
+class Support:
+    degree: float
+    reason: str
+
+
+def _ramp(value: float, low: float, high: float) -> float:
+    return float(min(1.0, max(0.0, (value - low) / (high - low))))
+
+
+def _weighted(tokens: Sequence[Token], rarity: RarityFn) -> float:
+    return sum(weight(t, rarity) for t in tokens)
+
+
+def statement_support(
+    statement: str, vector: Vectors, evidence: Evidence, units: Vectors, rarity: RarityFn
+) -> Support:
+    """How far the context supports one statement: closeness to the nearest context
+    sentence (or pair of adjacent sentences), times the share of its content words
+    found in the context, divided down for each number or name the context lacks and
+    for facts that occur only in sentences about something else."""
+    similarity = float(np.max(units @ vector)) if len(units) else 0.0
+    closeness = _ramp(similarity, SIM_FLOOR, SIM_FULL)
+    tokens = content_tokens(statement)
+    missing = [t for t in tokens if t not in evidence.vocabulary]
+    missing_facts = [t for t in missing if t.kind is not Kind.WORD]
+    total = _weighted(tokens, rarity)
+    coverage = 1.0 - _weighted([t for t in missing if t.kind is Kind.WORD], rarity) / total \
+        if total else 1.0
+    placement, misplaced = _placement(statement, tokens, missing, evidence, rarity)
+    degree = closeness * coverage * placement * MISSING_FACT_FACTOR ** len(missing_facts)
+    parts = [f"closest context similarity {similarity:.2f}"]
+    if missing_facts:
+        parts.append("not in the context: " + ", ".join(t.text for t in missing_facts))
+    if coverage < 1.0:
+        parts.append(f"{coverage:.0%} of its content words are in the context")
+    if misplaced:
+        parts.append("in the context only in other statements: " + ", ".join(misplaced))
+    return Support(degree, "; ".join(parts))
+
+
+def _placement(
+    statement: str, tokens: Sequence[Token], missing: Sequence[Token], evidence: Evidence,
+    rarity: RarityFn,
+) -> tuple[float, list[str]]:
+    """Mean over the statement's facts of how well the context sentence that holds the
+    fact also holds the rest of the clause. Catches facts borrowed from elsewhere in
+    the context ("Gray was granted the patent" when the context grants it to Bell)."""
+    missing_keys = {t.key for t in missing}
+    degrees: list[float] = []
+    misplaced: list[str] = []
+    for clause in clause_groups(statement, tokens):
+        grounded = [t for t in clause if t.key not in missing_keys]
+        for fact in (t for t in grounded if t.kind is not Kind.WORD):
+            others = [t for t in grounded if t.key != fact.key]
+            total = _weighted(others, rarity)
+            if not total:
+                continue
+            best = max(
+                (_weighted([o for o in others if o in s.vocabulary], rarity) / total
+                 for s in evidence.sentences if fact in s.vocabulary),
+                default=0.0,
+            )
+            degree = min(1.0, 2.0 * best)  # half the clause beside the fact is enough
+            degrees.append(degree)
+            if degree < 0.5:
+                misplaced.append(fact.text)
+    return (float(np.mean(degrees)) if degrees else 1.0), misplaced
+
+
+def answer_relevance(
+    question: str, q_vector: Vectors, answer: str, a_vector: Vectors, rarity: RarityFn
+) -> tuple[float, str]:
+    """Cosine of question and answer, discounted when the answer adds nothing the
+    question did not already say, uses placeholders, or lacks the kind of fact the
+    question asks for (a date for "when", a name for "who")."""
+    similarity = max(0.0, float(q_vector @ a_vector))
+    question_vocabulary = Vocabulary(content_tokens(question))
+    answer_tokens = content_tokens(answer)
+    new = [t for t in answer_tokens
+           if t not in question_vocabulary and normalise(t.text) not in VAGUE_WORDS]
+    new_weight = _weighted(new, rarity)
+    informativeness = new_weight / (new_weight + 1.0)
+    vague = vague_count(answer)
+    unmet = [kind for kind in expectations(question) if not _meets(kind, new)]
+    value = similarity * (0.5 + 0.5 * informativeness) * VAGUE_FACTOR ** vague \
+        * UNMET_EXPECTATION_FACTOR ** len(unmet)
+    parts = [f"question-answer similarity {similarity:.2f}",
+             f"new content weight {new_weight:.1f}"]
+    if vague:
+        parts.append(f"{vague} placeholder word(s)")
+    if unmet:
+        parts.append("no " + " or ".join(k.value for k in unmet) + " the question asks for")
+    return value, "; ".join(parts)
+
+
+def _meets(kind: Expects, new: Sequence[Token]) -> bool:
+    if kind is Expects.NUMBER:
+        return any(t.kind is Kind.NUMBER for t in new)
+    if kind is Expects.NAME:
+        return any(t.kind is Kind.NAME or t.text[:1].isupper() for t in new)
+    return True
+
+
+def sentence_need(
+    question: str, q_vector: Vectors, evidence: Evidence, vectors: Vectors, rarity: RarityFn
+) -> list[float]:
+    """For each context sentence, how far it bears on the question: its cosine to the
+    question plus a share of the question's own terms that it contains."""
+    question_tokens = content_tokens(question)
+    total = _weighted(question_tokens, rarity)
+    needs: list[float] = []
+    for sentence, similarity in zip(evidence.sentences, vectors @ q_vector, strict=True):
+        lexical = _weighted([t for t in question_tokens if t in sentence.vocabulary],
+                            rarity) / total if total else 0.0
+        needs.append(_ramp(float(similarity) + LEXICAL_WEIGHT * lexical,
+                           NEED_FLOOR, NEED_FULL))
+    return needs

@@ -1,0 +1,129 @@
+"""Content-bearing tokens of a text and whether another text contains them.
+
+A token is a number, a word, or (in CJK text, which has no spaces) a character bigram.
+Function words are dropped. Each token carries a kind: numbers and proper names are
+facts that must occur in the source verbatim; other words may be paraphrased, so they
+weigh by how rare they are (the rank of the word in the embedding model's vocabulary,
+which is ordered by frequency, serves as a frequency list in any Latin-script
+language the vocabulary covers).
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from enum import Enum
+
+from ragas_trace.judges.local.lexicon import STOPWORDS, VAGUE_WORDS
+
+_TOKEN = re.compile(
+    r"\d+(?:[.,:/-]\d+)*"  # 1,500  365.2422  1-0  20:15
+    r"|[^\W\d_]+(?:[-'’][^\W\d_]+)*",  # words, with inner hyphens/apostrophes
+)
+_CJK_RUN = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]+")
+_SUFFIXES = ("ations", "ation", "ings", "ing", "ies", "ied", "ed", "es", "s", "ly",
+             "en", "er", "e", "n")
+_MIN_STEM = 4
+_CLAUSE_BREAK = re.compile(r"\s*(?:[;:—–]|,\s+(?:and|but|while|whereas|und|aber|sondern)\b"
+                           r"|\s(?:but|whereas)\s|[，；：])\s*", re.IGNORECASE)
+
+
+class Kind(Enum):
+    NUMBER = "number"
+    NAME = "name"
+    WORD = "word"
+
+
+@dataclass(frozen=True, slots=True)
+class Token:
+    text: str  # as written
+    key: str  # normalised for matching
+    kind: Kind
+    start: int = 0  # offset in the text it came from
+
+
+def normalise(text: str) -> str:
+    return unicodedata.normalize("NFKC", text).casefold().replace("’", "'")
+
+
+def stem(word: str) -> str:
+    """A crude suffix stripper: enough to match patented/patent, Mauern/Mauer."""
+    word = word.removesuffix("'s")
+    for suffix in _SUFFIXES:
+        if word.endswith(suffix) and len(word) - len(suffix) >= _MIN_STEM:
+            return word[: -len(suffix)]
+    return word
+
+
+def _number_key(text: str) -> str:
+    return re.sub(r"[.,](?=\d{3}\b)", "", text)  # 1,500 == 1500; 365.2422 stays
+
+
+def content_tokens(text: str) -> list[Token]:
+    """Content-bearing tokens in order of appearance."""
+    tokens: list[Token] = []
+    for m in _TOKEN.finditer(_CJK_RUN.sub(lambda r: " " * len(r.group(0)), text)):
+        raw = m.group(0)
+        if raw[0].isdigit():
+            tokens.append(Token(raw, _number_key(raw), Kind.NUMBER, m.start()))
+            continue
+        low = normalise(raw)
+        if raw[0].isupper() and len(raw) > 1 and not _sentence_initial(text, m.start()):
+            tokens.append(Token(raw, stem(low), Kind.NAME, m.start()))
+        elif low not in STOPWORDS and len(low) > 1:
+            tokens.append(Token(raw, stem(low), Kind.WORD, m.start()))
+    for m in _CJK_RUN.finditer(text):
+        run = m.group(0)
+        grams = [(i, run[i:i + 2]) for i in range(len(run) - 1)] or [(0, run)]
+        tokens.extend(Token(g, g, Kind.WORD, m.start() + i) for i, g in grams)
+    return sorted(tokens, key=lambda t: t.start)
+
+
+def _sentence_initial(text: str, at: int) -> bool:
+    before = text[:at].rstrip(" \t\"'“‘«(")
+    return not before or before[-1] in ".!?:;\n…。！？"
+
+
+def vague_count(text: str) -> int:
+    return sum(1 for m in _TOKEN.finditer(text) if normalise(m.group(0)) in VAGUE_WORDS)
+
+
+def clause_groups(sentence: str, tokens: Sequence[Token]) -> list[list[Token]]:
+    """The sentence's tokens grouped by clause (cut at ';', ', and', ', but' ...)."""
+    cuts = [m.start() for m in _CLAUSE_BREAK.finditer(sentence)]
+    groups: list[list[Token]] = [[] for _ in range(len(cuts) + 1)]
+    for token in tokens:
+        groups[sum(1 for c in cuts if c < token.start)].append(token)
+    return [g for g in groups if g]
+
+
+class Vocabulary:
+    """The set of token keys of a source text, with prefix matching for compounds and
+    inflections the stemmer misses (African ~ Africa)."""
+
+    def __init__(self, tokens: Iterable[Token]) -> None:
+        self.keys = frozenset(t.key for t in tokens)
+
+    def __contains__(self, token: object) -> bool:
+        if not isinstance(token, Token):
+            return False
+        if token.key in self.keys:
+            return True
+        if token.kind is Kind.NUMBER or len(token.key) < _MIN_STEM + 1:
+            return False
+        return any(
+            len(k) > _MIN_STEM and (k.startswith(token.key) or token.key.startswith(k))
+            for k in self.keys
+        )
+
+
+RarityFn = Callable[[str], float]
+
+
+def weight(token: Token, rarity: RarityFn) -> float:
+    """How much a token matters as a fact: numbers and names fully, words by rarity."""
+    if token.kind is not Kind.WORD:
+        return 1.0
+    return rarity(token.text)

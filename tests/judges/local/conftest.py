@@ -1,0 +1,11 @@
+import pytest
+
+from ragas_trace.judges.local import LocalJudge
+
+
+@pytest.fixture(scope="session")
+def judge() -> LocalJudge:
+    """One loaded judge for the whole session: loading the model costs ~0.3 s."""
+    j = LocalJudge(threads=1)
+    j.load()
+    return j
