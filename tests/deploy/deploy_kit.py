@@ -1,0 +1,40 @@
+"""Shared by the deploy-kit tests: where the kit lives, the metric series the project
+exports (the cross-team interface; scraped for real in tests/demo/test_alerting.py),
+and how to run promtool."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+DEPLOY = Path(__file__).resolve().parents[2] / "deploy"
+RULES = DEPLOY / "prometheus" / "rules" / "ragas-alerts.yml"
+
+_HISTOGRAMS = ("ragas_faithfulness", "ragas_answer_relevance", "ragas_context_relevance",
+               "ragas_judge_tokens", "ragas_judge_duration_seconds")
+EXPORTED_SERIES = frozenset(
+    {f"{h}_{suffix}" for h in _HISTOGRAMS for suffix in ("bucket", "sum", "count")}
+    | {"ragas_evaluations_total", "ragas_scorer_dropped_total", "ragas_held_spans",
+       "ragas_scorer_queue_size"}
+)
+_METRIC_NAME = re.compile(r"\b(ragas_[a-z_]+)\b")
+
+
+def metric_names(expr: str) -> set[str]:
+    return set(_METRIC_NAME.findall(expr))
+
+
+def load_yaml(path: Path) -> Any:
+    with path.open(encoding="utf-8") as f:
+        return yaml.safe_load(f)
+
+
+def run_promtool(promtool: str, *args: str, cwd: Path | None = None) -> str:
+    done = subprocess.run([promtool, *args], cwd=cwd, capture_output=True, text=True,
+                          timeout=60, check=False)
+    assert done.returncode == 0, done.stdout + done.stderr
+    return done.stdout
