@@ -91,6 +91,13 @@ def llm_attributes(
     if provider:
         yield sc.LLM_PROVIDER, provider
         yield sc.GEN_AI_PROVIDER_NAME, provider
+    yield from usage_attributes(prompt_tokens, completion_tokens, total_tokens)
+
+
+def usage_attributes(
+    prompt_tokens: int | None, completion_tokens: int | None, total_tokens: int | None = None
+) -> Iterator[Attribute]:
+    """Token usage in both spellings, for an LLM span whose usage arrives at its end."""
     if prompt_tokens is not None:
         yield sc.LLM_TOKEN_COUNT_PROMPT, prompt_tokens
         yield sc.GEN_AI_USAGE_INPUT_TOKENS, prompt_tokens

@@ -1,0 +1,136 @@
+"""Question, answer, passages, model and token usage read from the objects the
+LlamaIndex dispatcher hands to span handlers. Each reader accepts anything and
+returns ``None`` (or nothing) for shapes it does not know."""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Any
+
+from llama_index.core.schema import MetadataMode
+
+from ragas_trace._internal_errors import record_internal_error
+from ragas_trace.collectors._attributes import (
+    Attribute,
+    as_text,
+    document_attributes,
+    documents_total,
+)
+
+_QUESTION_ARGS = ("str_or_query_bundle", "message", "query", "query_str")
+_PROMPT_TOKEN_KEYS = ("prompt_tokens", "input_tokens")
+_COMPLETION_TOKEN_KEYS = ("completion_tokens", "output_tokens")
+
+
+def question_of(bound_args: inspect.BoundArguments) -> str | None:
+    """The user's text: a query engine's ``str_or_query_bundle``, a chat engine's ``message``."""
+    arguments = bound_args.arguments
+    for name in _QUESTION_ARGS:
+        if name in arguments:
+            return _text(arguments[name])
+    return None
+
+
+def _text(value: Any) -> str | None:
+    if type(value) is str:
+        return value
+    query_str = getattr(value, "query_str", None)  # QueryBundle
+    if isinstance(query_str, str):
+        return query_str
+    content = getattr(value, "content", None)  # ChatMessage
+    if isinstance(content, str):
+        return content
+    return as_text(value)
+
+
+def answer_of(result: Any) -> str | None:
+    """The text of a finished ``Response`` / ``AgentChatResponse`` (``response`` field)."""
+    if result is None:
+        return None
+    text = getattr(result, "response", None)
+    if isinstance(text, str):
+        return text
+    return as_text(result)
+
+
+def document_attributes_of(
+    nodes: Any, max_documents: int, budget: int | None
+) -> Iterator[Attribute]:
+    """The passages of a retrieval result (``list[NodeWithScore]``), the first
+    ``max_documents`` of them, and no more attributes than ``budget`` allows."""
+    docs: Sequence[Any] = nodes if isinstance(nodes, Sequence) else ()
+    yield from documents_total(len(docs))
+    for index, item in enumerate(docs[:max_documents]):
+        try:
+            doc_attrs = list(_document(index, item))
+        except Exception as exc:
+            # One bad passage loses only its own attributes.
+            record_internal_error("llamaindex.document", exc)
+            doc_attrs = list(document_attributes(index, None))
+        if budget is not None:
+            # Past the span attribute limit the SDK drops the OLDEST attributes (the
+            # span kind first), so stop before reaching it.
+            budget -= len(doc_attrs)
+            if budget < 0:
+                return
+        yield from doc_attrs
+
+
+def _document(index: int, item: Any) -> Iterator[Attribute]:
+    node = getattr(item, "node", item)  # NodeWithScore, or a bare node
+    content = node.get_content(metadata_mode=MetadataMode.NONE)
+    metadata = getattr(node, "metadata", None)
+    return document_attributes(
+        index,
+        as_text(content),
+        getattr(node, "node_id", None),
+        getattr(item, "score", None),
+        metadata if isinstance(metadata, Mapping) else None,
+    )
+
+
+def model_of(llm: Any) -> str | None:
+    """The model an LLM object is configured with (``model`` on most integrations)."""
+    for name in ("model", "model_name"):
+        value = getattr(llm, name, None)
+        if isinstance(value, str) and value:
+            return value
+    return None
+
+
+def provider_of(llm: Any) -> str | None:
+    """``llama_index.llms.<provider>...`` names the provider of integration packages."""
+    parts = type(llm).__module__.split(".")
+    if len(parts) > 2 and parts[0] == "llama_index" and parts[1] == "llms":
+        return parts[2]
+    return None
+
+
+def usage_of(response: Any) -> tuple[int | None, int | None, int | None]:
+    """(prompt, completion, total) tokens of a ``ChatResponse``/``CompletionResponse``:
+    ``additional_kwargs`` (set by the OpenAI integration), else ``raw.usage``."""
+    found = _usage_in(getattr(response, "additional_kwargs", None))
+    if found != (None, None, None):
+        return found
+    raw = getattr(response, "raw", None)
+    usage = raw.get("usage") if isinstance(raw, Mapping) else getattr(raw, "usage", None)
+    if usage is not None and not isinstance(usage, Mapping):
+        usage = {key: getattr(usage, key, None)
+                 for key in (*_PROMPT_TOKEN_KEYS, *_COMPLETION_TOKEN_KEYS, "total_tokens")}
+    return _usage_in(usage)
+
+
+def _usage_in(usage: Any) -> tuple[int | None, int | None, int | None]:
+    if not isinstance(usage, Mapping):
+        return None, None, None
+    return (_first_int(usage, _PROMPT_TOKEN_KEYS), _first_int(usage, _COMPLETION_TOKEN_KEYS),
+            _first_int(usage, ("total_tokens",)))
+
+
+def _first_int(usage: Mapping[str, Any], keys: Sequence[str]) -> int | None:
+    for key in keys:
+        value = usage.get(key)
+        if isinstance(value, int) and not isinstance(value, bool):
+            return value
+    return None
