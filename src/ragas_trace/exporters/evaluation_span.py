@@ -1,0 +1,135 @@
+"""The evaluation record of a scored request, in both standard shapes at once:
+
+- OpenInference: a span of kind EVALUATOR with exactly one link to the evaluated
+  span and ``evaluations.{i}.evaluation.name/score/label/explanation``;
+- OpenTelemetry GenAI: one ``gen_ai.evaluation.result`` event per metric, on a
+  span parented to the evaluated span.
+
+It reaches backends even when the evaluated span itself was exported by another
+processor before it was scored. Explanations are counts and statuses, never
+request content."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator, Mapping
+
+from opentelemetry import trace as trace_api
+from opentelemetry.sdk.trace import Event, ReadableSpan
+from opentelemetry.sdk.trace.id_generator import RandomIdGenerator
+from opentelemetry.sdk.util.instrumentation import InstrumentationScope
+from opentelemetry.util.types import AttributeValue
+
+from ragas_trace import semconv as sc
+from ragas_trace.exporters.score_attributes import label
+from ragas_trace.results import Metric, MetricResult, MetricStatus, Scores
+from ragas_trace.scorer.outcome import Outcome
+
+SPAN_NAME = "ragas.evaluation"
+SCOPE = InstrumentationScope("ragas_trace")
+_ids = RandomIdGenerator()
+
+Attrs = dict[str, AttributeValue]
+
+
+def explanation(metric: Metric, result: MetricResult, scores: Scores) -> str:
+    """A content-free explanation: counts for scored metrics, the status otherwise."""
+    if result.value is None:
+        return f"{result.status}: {result.reason}" if result.reason else str(result.status)
+    if metric is Metric.FAITHFULNESS and scores.statements:
+        supported = sum(1 for s in scores.statements if s.supported)
+        return f"{supported} of {len(scores.statements)} statements supported by the context"
+    if metric is Metric.CONTEXT_RELEVANCE and scores.context_sentences:
+        return (f"{len(scores.kept_sentences)} of {scores.context_sentences} context "
+                "sentences needed to answer")
+    if metric is Metric.ANSWER_RELEVANCE and scores.generated_questions:
+        return (f"mean similarity of {len(scores.generated_questions)} questions "
+                "generated from the answer")
+    return str(result.status)
+
+
+def _metric_results(scores: Scores) -> Iterator[tuple[Metric, MetricResult]]:
+    for metric in Metric:
+        result = scores.result(metric)
+        if result.status is not MetricStatus.SKIPPED:
+            yield metric, result
+
+
+def evaluation_attributes(outcome: Outcome, judge: str,
+                          thresholds: Mapping[str, float]) -> Attrs:
+    attrs: Attrs = {
+        sc.SPAN_KIND: sc.KIND_EVALUATOR,
+        sc.RAGAS_EVALUATION_STATUS: str(outcome.status),
+        sc.RAGAS_EVALUATION_JUDGE: judge,
+    }
+    if outcome.scores is None:
+        return attrs
+    for i, (metric, result) in enumerate(_metric_results(outcome.scores)):
+        prefix = f"{sc.EVALUATIONS}.{i}."
+        attrs[prefix + sc.EVALUATION_NAME] = str(metric)
+        if result.value is not None:
+            attrs[prefix + sc.EVALUATION_SCORE] = result.value
+            attrs[prefix + sc.EVALUATION_LABEL] = label(result.value,
+                                                        thresholds.get(str(metric), 0.5))
+        attrs[prefix + sc.EVALUATION_EXPLANATION] = explanation(metric, result, outcome.scores)
+    return attrs
+
+
+def evaluation_events(outcome: Outcome, thresholds: Mapping[str, float]
+                      ) -> Iterator[tuple[str, Attrs]]:
+    if outcome.scores is None:
+        return
+    for metric, result in _metric_results(outcome.scores):
+        attrs: Attrs = {sc.GEN_AI_EVALUATION_NAME: str(metric)}
+        if result.value is not None:
+            attrs[sc.GEN_AI_EVALUATION_SCORE_VALUE] = result.value
+            attrs[sc.GEN_AI_EVALUATION_SCORE_LABEL] = label(result.value,
+                                                            thresholds.get(str(metric), 0.5))
+        elif result.status in (MetricStatus.FAILED, MetricStatus.TIMEOUT):
+            attrs[sc.ERROR_TYPE] = str(result.status)
+        attrs[sc.GEN_AI_EVALUATION_EXPLANATION] = explanation(metric, result, outcome.scores)
+        yield sc.GEN_AI_EVALUATION_RESULT, attrs
+
+
+def build_evaluation_span(evaluated: ReadableSpan, outcome: Outcome, judge: str,
+                          thresholds: Mapping[str, float]) -> ReadableSpan | None:
+    """A finished EVALUATOR span for ``evaluated``, or ``None`` if it has no context."""
+    target = evaluated.context
+    if target is None:
+        return None
+    end = time.time_ns()
+    start = end - int(outcome.duration_s * 1e9)
+    context = trace_api.SpanContext(target.trace_id, _ids.generate_span_id(), is_remote=False,
+                                    trace_flags=target.trace_flags)
+    events = [Event(name, attrs, timestamp=end)
+              for name, attrs in evaluation_events(outcome, thresholds)]
+    return ReadableSpan(
+        name=SPAN_NAME,
+        context=context,
+        parent=target,
+        resource=evaluated.resource,
+        attributes=evaluation_attributes(outcome, judge, thresholds),
+        events=events,
+        links=[trace_api.Link(target)],
+        kind=trace_api.SpanKind.INTERNAL,
+        start_time=start,
+        end_time=end,
+        instrumentation_scope=SCOPE,
+    )
+
+
+def emit_evaluation_span(tracer: trace_api.Tracer, evaluated: ReadableSpan, outcome: Outcome,
+                         judge: str, thresholds: Mapping[str, float]) -> None:
+    """The same span, started through ``tracer`` (for a provider whose own processors
+    export everything: ``setup()`` on top of ``opentelemetry-instrument``)."""
+    target = evaluated.context
+    if target is None:
+        return
+    end = time.time_ns()
+    parent = trace_api.set_span_in_context(trace_api.NonRecordingSpan(target))
+    span = tracer.start_span(SPAN_NAME, context=parent, links=[trace_api.Link(target)],
+                             attributes=evaluation_attributes(outcome, judge, thresholds),
+                             start_time=end - int(outcome.duration_s * 1e9))
+    for name, attrs in evaluation_events(outcome, thresholds):
+        span.add_event(name, attrs, timestamp=end)
+    span.end(end_time=end)

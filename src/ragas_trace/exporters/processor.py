@@ -1,0 +1,291 @@
+"""``ScoringSpanProcessor``: holds each finished RAG root span until it is scored,
+then exports one copy of it with the ``ragas.*`` attributes; everything else goes
+downstream at once.
+
+Threads: ``on_start``/``on_end`` run on the app's threads and only do bounded,
+non-blocking bookkeeping (the judge runs on the scorer's loop); scored spans are
+exported from the scorer thread, expired ones from the processor's reaper
+thread. Nothing is lost: a span that cannot be scored (not sampled, buffer or
+queue full, judge failed or too slow, shutdown) is exported unscored with
+``ragas.evaluation.status`` saying why."""
+
+from __future__ import annotations
+
+import functools
+import threading
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from opentelemetry import context as otel_context
+from opentelemetry.context import Context
+from opentelemetry.metrics import NoOpMeterProvider
+from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor
+from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter
+from opentelemetry.trace import Tracer
+from opentelemetry.util.types import AttributeValue
+
+from ragas_trace._internal_errors import record_internal_error
+from ragas_trace.exporters.content_policy import ContentPolicy
+from ragas_trace.exporters.evaluation_span import build_evaluation_span, emit_evaluation_span
+from ragas_trace.exporters.metrics import ScorerMetrics
+from ragas_trace.exporters.score_attributes import score_attributes
+from ragas_trace.exporters.span_copy import copy_span
+from ragas_trace.exporters.trace_buffer import TraceBuffer
+from ragas_trace.extract import extract_record, is_rag_root_candidate, span_kind
+from ragas_trace.record import RagRecord
+from ragas_trace.scorer.background import BackgroundScorer
+from ragas_trace.scorer.outcome import EvaluationStatus, Outcome
+from ragas_trace.scorer.sampler import Sampler
+
+_ROOT_KINDS = frozenset({"CHAIN", "AGENT"})
+_SUPPRESS = otel_context._SUPPRESS_INSTRUMENTATION_KEY
+DEFAULT_THRESHOLDS: Mapping[str, float] = {
+    "faithfulness": 0.7, "answer_relevance": 0.7, "context_relevance": 0.3}
+
+
+@dataclass
+class _Held:
+    span: ReadableSpan
+    deadline: float
+
+
+class ScoringSpanProcessor(SpanProcessor):
+    """Wraps ``downstream`` (a ``SpanProcessor``, or a ``SpanExporter`` which gets a
+    ``BatchSpanProcessor``). With ``downstream=None`` nothing is forwarded: use that
+    when the provider's other processors already export every span; scores then
+    travel on evaluation spans started through ``evaluation_tracer``, and metrics.
+
+    Spans from elsewhere (decoded from OTLP) go in through ``ingest``.
+    """
+
+    def __init__(
+        self,
+        downstream: SpanProcessor | SpanExporter | None,
+        scorer: BackgroundScorer,
+        *,
+        sampler: Sampler | None = None,
+        hold_timeout_s: float = 30.0,
+        max_held_spans: int = 1000,
+        max_open_traces: int = 10000,
+        thresholds: Mapping[str, float] | None = None,
+        content_policy: ContentPolicy | None = None,
+        metrics: ScorerMetrics | None = None,
+        evaluation_spans: bool = True,
+        evaluation_tracer: Tracer | None = None,
+    ) -> None:
+        if hold_timeout_s <= 0:
+            raise ValueError(f"hold_timeout_s must be > 0, got {hold_timeout_s!r}")
+        if max_held_spans < 1:
+            raise ValueError(f"max_held_spans must be >= 1, got {max_held_spans!r}")
+        if isinstance(downstream, SpanExporter):
+            downstream = BatchSpanProcessor(downstream)
+        self._downstream = downstream
+        self.scorer = scorer
+        self.sampler = sampler or Sampler()
+        self.hold_timeout_s = hold_timeout_s
+        self._max_held = max_held_spans
+        self.thresholds = dict(thresholds or DEFAULT_THRESHOLDS)
+        self.policy = content_policy or ContentPolicy()
+        self.metrics = metrics or ScorerMetrics(NoOpMeterProvider(), "")
+        self.metrics.observe(held=lambda: self.held_count, queued=lambda: scorer.queued)
+        self._evaluation_spans = evaluation_spans
+        self._evaluation_tracer = evaluation_tracer
+        self._traces = TraceBuffer(max_open_traces)
+        self._lock = threading.Lock()
+        self._wake = threading.Condition(self._lock)
+        self._held: dict[tuple[int, int], _Held] = {}
+        self._closed = False
+        self._reaper = threading.Thread(target=self._reap, name="ragas-trace-hold-reaper",
+                                        daemon=True)
+        self._reaper.start()
+
+    @property
+    def held_count(self) -> int:
+        with self._lock:
+            return len(self._held)
+
+    # -- SpanProcessor ---------------------------------------------------------------
+
+    def on_start(self, span: Span, parent_context: Context | None = None) -> None:
+        try:
+            self._started(span, track=False)
+        except Exception as exc:
+            record_internal_error("processor.on_start", exc)
+        if self._downstream is not None:
+            self._downstream.on_start(span, parent_context)
+
+    def on_end(self, span: ReadableSpan) -> None:
+        try:
+            self._ended(span)
+        except Exception as exc:
+            record_internal_error("processor.on_end", exc)
+            self._forward(span)
+
+    def ingest(self, spans: Sequence[ReadableSpan]) -> None:
+        """Spans that did not start in this process (e.g. one OTLP request's batch):
+        replayed as starts in start order, then ends in end order."""
+        try:
+            for span in sorted(spans, key=lambda s: s.start_time or 0):
+                self._started(span, track=True)
+        except Exception as exc:
+            record_internal_error("processor.ingest", exc)
+        for span in sorted(spans, key=lambda s: s.end_time or 0):
+            self.on_end(span)
+
+    def force_flush(self, timeout_millis: int = 30000) -> bool:
+        """Wait for scoring in progress (its spans then leave), then flush downstream."""
+        deadline = time.monotonic() + timeout_millis / 1000.0
+        drained = self.scorer.drain(deadline - time.monotonic())
+        return self._flush_downstream(deadline) and drained
+
+    def shutdown(self, timeout_s: float = 30.0) -> bool:  # type: ignore[override]
+        """Drain the scorer, export every span still held, shut downstream; all within
+        ``timeout_s``. The SDK calls it without arguments and ignores the ``bool``."""
+        deadline = time.monotonic() + timeout_s
+        with self._lock:
+            if self._closed:
+                return True
+            self._closed = True
+            self._wake.notify_all()
+        drained = self.scorer.shutdown(max(0.0, deadline - time.monotonic()))
+        with self._lock:
+            leftovers = list(self._held.values())
+            self._held.clear()
+        for held in leftovers:
+            self._release(held.span, EvaluationStatus.DROPPED, "shutdown")
+        flushed = self._flush_downstream(deadline)
+        if self._downstream is not None:
+            self._downstream.shutdown()
+        self._reaper.join(max(0.0, deadline - time.monotonic()))
+        return drained and flushed
+
+    # -- internals -------------------------------------------------------------------
+
+    def _started(self, span: ReadableSpan, track: bool) -> None:
+        kind = span_kind(span)
+        candidate = kind in _ROOT_KINDS and is_rag_root_candidate(span)
+        self._traces.started(span, candidate, track)
+
+    def _ended(self, span: ReadableSpan) -> None:
+        kind = span_kind(span)
+        candidate = kind in _ROOT_KINDS and is_rag_root_candidate(span)
+        if not self._traces.ended(span, kind, candidate):
+            self._forward(span)
+            return
+        descendants = self._traces.take(span)
+        record = extract_record([span, *descendants], root=span)
+        if record is None:
+            self._forward(span)
+            return
+        decision = self.sampler.decide(span)
+        if not decision.sampled:
+            self.metrics.not_scored(EvaluationStatus.NOT_SAMPLED, record.app_name,
+                                    self.scorer.judge_name)
+            self._release(span, EvaluationStatus.NOT_SAMPLED, decision.reason)
+            return
+        key = self._key(span)
+        with self._lock:
+            full = self._closed or len(self._held) >= self._max_held
+            if not full:
+                self._held[key] = _Held(span, time.monotonic() + self.hold_timeout_s)
+                if len(self._held) == 1:
+                    self._wake.notify()
+        if full:
+            self._drop(span, record, "hold_full")
+            return
+        if not self.scorer.submit(record, functools.partial(self._scored, span)):
+            with self._lock:
+                still_held = self._held.pop(key, None) is not None
+            if still_held:
+                self._drop(span, record, "queue_full")
+
+    def _scored(self, span: ReadableSpan, record: RagRecord, outcome: Outcome) -> None:
+        """Scorer thread: the judge's answer for ``span``."""
+        judge = self.scorer.judge_name
+        self.metrics.evaluation(outcome, record.app_name, judge)
+        if outcome.status is EvaluationStatus.DROPPED:
+            self.metrics.dropped(outcome.reason or "dropped")
+        if outcome.scores is not None:
+            self.sampler.charge(outcome.scores.usage.total_tokens)
+        with self._lock:
+            held = self._held.pop(self._key(span), None)
+        if held is not None:
+            self._export_root(span, score_attributes(outcome, judge, self.thresholds))
+        if outcome.status is EvaluationStatus.SCORED and self._evaluation_spans:
+            self._emit_evaluation(span, outcome, judge)
+
+    def _drop(self, span: ReadableSpan, record: RagRecord, reason: str) -> None:
+        self.metrics.dropped(reason)
+        self.metrics.not_scored(EvaluationStatus.DROPPED, record.app_name,
+                                self.scorer.judge_name)
+        self._release(span, EvaluationStatus.DROPPED, reason)
+
+    def _release(self, span: ReadableSpan, status: EvaluationStatus, reason: str) -> None:
+        self._export_root(span, score_attributes(Outcome(status, reason=reason),
+                                                 self.scorer.judge_name, self.thresholds))
+
+    def _export_root(self, span: ReadableSpan, added: Mapping[str, AttributeValue]) -> None:
+        attrs = span.attributes or {}
+        if not self.policy.passthrough:
+            attrs = self.policy.attributes(attrs)
+        self._send(copy_span(span, attrs, added))
+
+    def _forward(self, span: ReadableSpan) -> None:
+        self._send(self.policy.apply(span))
+
+    def _send(self, span: ReadableSpan) -> None:
+        if self._downstream is None:
+            return
+        token = otel_context.attach(otel_context.set_value(_SUPPRESS, True))
+        try:
+            self._downstream.on_end(span)
+        except Exception as exc:
+            record_internal_error("processor.downstream", exc)
+        finally:
+            otel_context.detach(token)
+
+    def _emit_evaluation(self, span: ReadableSpan, outcome: Outcome, judge: str) -> None:
+        if self._downstream is not None:
+            evaluation = build_evaluation_span(span, outcome, judge, self.thresholds)
+            if evaluation is not None:
+                self._send(evaluation)
+        elif self._evaluation_tracer is not None:
+            emit_evaluation_span(self._evaluation_tracer, span, outcome, judge, self.thresholds)
+
+    def _flush_downstream(self, deadline: float) -> bool:
+        if self._downstream is None:
+            return True
+        remaining_ms = max(0, int((deadline - time.monotonic()) * 1000))
+        return bool(self._downstream.force_flush(remaining_ms))
+
+    def _reap(self) -> None:
+        """Export held spans whose hold timeout passed; forget stale traces."""
+        otel_context.attach(otel_context.set_value(_SUPPRESS, True))
+        while True:
+            with self._lock:
+                if self._closed:
+                    return
+                now = time.monotonic()
+                # One hold timeout for all, so insertion order is deadline order.
+                spans: list[ReadableSpan] = []
+                next_deadline = now + 1.0
+                for key, held in list(self._held.items()):
+                    if held.deadline > now:
+                        next_deadline = held.deadline
+                        break
+                    spans.append(self._held.pop(key).span)
+                if not spans:
+                    self._wake.wait(min(1.0, max(0.0, next_deadline - now)))
+            for span in spans:
+                try:
+                    self.metrics.dropped("hold_timeout")
+                    self._release(span, EvaluationStatus.TIMEOUT, "hold_timeout")
+                except Exception as exc:
+                    record_internal_error("processor.reaper", exc)
+            self._traces.expire()
+
+    @staticmethod
+    def _key(span: ReadableSpan) -> tuple[int, int]:
+        ctx = span.context
+        return (ctx.trace_id, ctx.span_id) if ctx is not None else (0, 0)

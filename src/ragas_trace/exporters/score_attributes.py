@@ -1,0 +1,52 @@
+"""The ``ragas.*`` attributes written on an evaluated span."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from opentelemetry.util.types import AttributeValue
+
+from ragas_trace import semconv as sc
+from ragas_trace.results import Metric, MetricStatus
+from ragas_trace.scorer.outcome import Outcome
+
+PASS: str = "pass"
+FAIL: str = "fail"
+
+
+def label(value: float, threshold: float) -> str:
+    return PASS if value >= threshold else FAIL
+
+
+def score_attributes(outcome: Outcome, judge: str | None,
+                     thresholds: Mapping[str, float]) -> dict[str, AttributeValue]:
+    """Status and reason always; scores, labels and judge cost when the judge ran."""
+    attrs: dict[str, AttributeValue] = {sc.RAGAS_EVALUATION_STATUS: str(outcome.status)}
+    if outcome.reason:
+        attrs[sc.RAGAS_EVALUATION_REASON] = outcome.reason
+    if judge:
+        attrs[sc.RAGAS_EVALUATION_JUDGE] = judge
+    if outcome.duration_s:
+        attrs[sc.RAGAS_EVALUATION_DURATION_MS] = round(outcome.duration_s * 1000.0, 3)
+    scores = outcome.scores
+    if scores is None:
+        return attrs
+    for metric in Metric:
+        result = scores.result(metric)
+        if result.status is MetricStatus.SKIPPED:
+            continue
+        if result.value is not None:
+            attrs[sc.metric_attribute(metric)] = result.value
+            attrs[sc.metric_label_attribute(metric)] = label(
+                result.value, thresholds.get(str(metric), 0.5))
+        else:
+            attrs[sc.metric_status_attribute(metric)] = str(result.status)
+    attrs[sc.RAGAS_JUDGE_PROMPT_TOKENS] = scores.usage.prompt_tokens
+    attrs[sc.RAGAS_JUDGE_COMPLETION_TOKENS] = scores.usage.completion_tokens
+    if scores.statements:
+        attrs[sc.RAGAS_STATEMENTS_TOTAL] = len(scores.statements)
+        attrs[sc.RAGAS_STATEMENTS_SUPPORTED] = sum(1 for s in scores.statements if s.supported)
+    if scores.context_sentences:
+        attrs[sc.RAGAS_CONTEXT_SENTENCES] = scores.context_sentences
+        attrs[sc.RAGAS_CONTEXT_SENTENCES_KEPT] = len(scores.kept_sentences)
+    return attrs

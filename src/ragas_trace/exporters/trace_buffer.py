@@ -1,0 +1,151 @@
+"""Which finished spans belong to which RAG request, until its root ends.
+
+Per trace: a parent map of the spans seen since the RAG root started (ints only),
+the root candidates still open, and references to the RETRIEVER and LLM spans
+(decided by kind), all bounded. The root is the candidate with no open
+candidate above it; at its end ``take`` hands back its descendants' kept spans,
+plus id-only stand-ins for the spans in between so that ``extract_record`` can
+walk the ancestry."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import OrderedDict
+from dataclasses import dataclass, field
+
+from opentelemetry import trace as trace_api
+from opentelemetry.sdk.trace import ReadableSpan
+
+from ragas_trace import semconv as sc
+
+KEPT_KINDS = frozenset({sc.KIND_RETRIEVER, sc.KIND_LLM})
+MAX_SPANS_PER_TRACE = 4096
+MAX_KEPT_PER_TRACE = 256
+
+
+@dataclass
+class _Trace:
+    created: float
+    parents: dict[int, int | None] = field(default_factory=dict)
+    open_candidates: set[int] = field(default_factory=set)
+    kept: list[ReadableSpan] = field(default_factory=list)
+
+
+class TraceBuffer:
+    """Thread-safe; at most ``max_traces`` traces, the oldest evicted first."""
+
+    def __init__(self, max_traces: int = 10000, ttl_s: float = 600.0) -> None:
+        self._max = max_traces
+        self._ttl = ttl_s
+        self._lock = threading.Lock()
+        self._traces: OrderedDict[int, _Trace] = OrderedDict()
+        self.evicted = 0
+
+    def __len__(self) -> int:
+        with self._lock:
+            return len(self._traces)
+
+    def started(self, span: ReadableSpan, candidate: bool, track: bool) -> None:
+        """A span started; ``track`` opens a trace even for a non-candidate span."""
+        ctx = span.context
+        if ctx is None:
+            return
+        with self._lock:
+            trace = self._traces.get(ctx.trace_id)
+            if trace is None:
+                if not (candidate or track):
+                    return
+                trace = self._open(ctx.trace_id)
+            if len(trace.parents) < MAX_SPANS_PER_TRACE:
+                trace.parents[ctx.span_id] = span.parent.span_id if span.parent else None
+            if candidate:
+                trace.open_candidates.add(ctx.span_id)
+
+    def ended(self, span: ReadableSpan, kind: str | None, candidate: bool) -> bool:
+        """Record a finished span; ``True`` if it is the RAG root of its trace."""
+        ctx = span.context
+        if ctx is None:
+            return False
+        with self._lock:
+            trace = self._traces.get(ctx.trace_id)
+            if trace is None:
+                return candidate
+            trace.open_candidates.discard(ctx.span_id)
+            if len(trace.parents) < MAX_SPANS_PER_TRACE:
+                trace.parents.setdefault(ctx.span_id,
+                                         span.parent.span_id if span.parent else None)
+            if candidate and not self._below_open_candidate(trace, ctx.span_id):
+                return True
+            if kind in KEPT_KINDS and len(trace.kept) < MAX_KEPT_PER_TRACE:
+                trace.kept.append(span)
+            return False
+
+    def take(self, root: ReadableSpan) -> list[ReadableSpan]:
+        """Forget the root's trace; its kept descendants plus ancestry stand-ins."""
+        ctx = root.context
+        if ctx is None:
+            return []
+        with self._lock:
+            trace = self._traces.pop(ctx.trace_id, None)
+        if trace is None:
+            return []
+        out: list[ReadableSpan] = []
+        stand_ins: set[int] = set()
+        for span in trace.kept:
+            chain = self._chain_to(trace, span, ctx.span_id)
+            if chain is None:
+                continue
+            out.append(span)
+            stand_ins.update(chain)
+        for span_id in stand_ins:
+            parent = trace.parents.get(span_id)
+            out.append(ReadableSpan(
+                name="", context=trace_api.SpanContext(ctx.trace_id, span_id, False),
+                parent=(trace_api.SpanContext(ctx.trace_id, parent, False)
+                        if parent is not None else None)))
+        return out
+
+    def expire(self, now: float | None = None) -> int:
+        """Forget traces older than the TTL (requests that never ended)."""
+        now = time.monotonic() if now is None else now
+        removed = 0
+        with self._lock:
+            while self._traces:
+                trace_id, trace = next(iter(self._traces.items()))
+                if now - trace.created < self._ttl:
+                    break
+                del self._traces[trace_id]
+                removed += 1
+        return removed
+
+    def _open(self, trace_id: int) -> _Trace:
+        if len(self._traces) >= self._max:
+            self._traces.popitem(last=False)
+            self.evicted += 1
+        trace = _Trace(created=time.monotonic())
+        self._traces[trace_id] = trace
+        return trace
+
+    @staticmethod
+    def _below_open_candidate(trace: _Trace, span_id: int) -> bool:
+        seen = {span_id}
+        parent = trace.parents.get(span_id)
+        while parent is not None and parent not in seen:
+            if parent in trace.open_candidates:
+                return True
+            seen.add(parent)
+            parent = trace.parents.get(parent)
+        return False
+
+    @staticmethod
+    def _chain_to(trace: _Trace, span: ReadableSpan, root_id: int) -> list[int] | None:
+        """Span ids strictly between ``span`` and the root, or None if not a descendant."""
+        chain: list[int] = []
+        parent = span.parent.span_id if span.parent else None
+        while parent is not None and len(chain) < MAX_SPANS_PER_TRACE:
+            if parent == root_id:
+                return chain
+            chain.append(parent)
+            parent = trace.parents.get(parent)
+        return None

@@ -1,0 +1,111 @@
+"""Build the scoring pipeline (judge, scorer, sampler, metrics, processor) from
+``Settings``: one factory shared by ``setup()`` and the ``serve`` gateway."""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from opentelemetry.metrics import MeterProvider, NoOpMeterProvider
+from opentelemetry.sdk.trace import SpanProcessor
+from opentelemetry.sdk.trace.export import SpanExporter
+from opentelemetry.trace import Tracer
+
+from ragas_trace.config import Settings
+from ragas_trace.exporters.content_policy import ContentPolicy, Redactor
+from ragas_trace.exporters.metrics import ScorerMetrics
+from ragas_trace.exporters.processor import ScoringSpanProcessor
+from ragas_trace.judges.base import Judge
+from ragas_trace.scorer.background import BackgroundScorer
+from ragas_trace.scorer.breaker import CircuitBreaker
+from ragas_trace.scorer.sampler import AlwaysRule, Sampler
+
+
+@dataclass
+class ScoringPipeline:
+    processor: ScoringSpanProcessor
+    scorer: BackgroundScorer
+    sampler: Sampler
+    metrics: ScorerMetrics
+    settings: Settings
+
+
+def make_judge(settings: Settings, judge: Judge | str | None = None) -> Judge:
+    """``judge`` if it is a judge object, else the one ``settings.judge`` names.
+
+    The OpenAI judge gets ``judge_model`` / ``embedding_model`` when set (it reads
+    ``OPENAI_BASE_URL`` / ``OPENAI_API_KEY`` itself). Raises ``ValueError`` for an
+    unknown name and ``ImportError`` naming the extra when a judge's extra is missing.
+    """
+    if judge is not None and not isinstance(judge, str):
+        if not isinstance(judge, Judge):
+            raise ValueError(f"judge must be 'local', 'openai' or a Judge, got {judge!r}")
+        return judge
+    spec = (judge or settings.judge).strip().lower()
+    if spec == "openai" and (settings.judge_model or settings.embedding_model):
+        module = importlib.import_module("ragas_trace.judges.openai_judge")
+        made: Judge = module.OpenAIJudge(model=settings.judge_model,
+                                         embedding_model=settings.embedding_model)
+        return made
+    resolve: Callable[[Any], Judge] = importlib.import_module("ragas_trace.judges").resolve_judge
+    return resolve(spec)
+
+
+def content_policy(settings: Settings, redact: Redactor | None = None) -> ContentPolicy:
+    """The export content policy; ``redact`` given alone implies mode ``redact``."""
+    mode = settings.content
+    if redact is not None and mode == "keep":
+        mode = "redact"
+    return ContentPolicy(mode, redact, settings.max_content_chars)
+
+
+def build_pipeline(
+    settings: Settings,
+    downstream: SpanProcessor | SpanExporter | None,
+    *,
+    judge: Judge | str | None = None,
+    meter_provider: MeterProvider | None = None,
+    redact: Redactor | None = None,
+    always: AlwaysRule | None = None,
+    evaluation_tracer: Tracer | None = None,
+    service: str | None = None,
+) -> ScoringPipeline:
+    """Everything behind a ``ScoringSpanProcessor`` wired to ``downstream``.
+
+    ``service`` (default ``settings.service_name``) is the metrics' ``service`` label.
+    Nothing starts until the first record arrives; call ``processor.shutdown()``.
+    """
+    policy = content_policy(settings, redact)
+    resolved = make_judge(settings, judge)
+    scorer = BackgroundScorer(
+        resolved,
+        concurrency=settings.concurrency,
+        queue_size=settings.queue_size,
+        timeout_s=settings.effective_score_timeout_s,
+        breaker=CircuitBreaker(settings.breaker_failures, settings.breaker_reset_s),
+    )
+    sampler = Sampler(
+        settings.sample_rate,
+        max_per_minute=settings.max_evaluations_per_minute,
+        token_budget_per_hour=settings.judge_token_budget_per_hour,
+        always_attribute=settings.always_score_attribute,
+        always=always,
+    )
+    metrics = ScorerMetrics(meter_provider or NoOpMeterProvider(),
+                            service or settings.service_name or "")
+    processor = ScoringSpanProcessor(
+        downstream,
+        scorer,
+        sampler=sampler,
+        hold_timeout_s=settings.hold_timeout_s,
+        max_held_spans=settings.max_held_spans,
+        max_open_traces=settings.max_open_traces,
+        thresholds=settings.thresholds,
+        content_policy=policy,
+        metrics=metrics,
+        evaluation_spans=settings.evaluation_spans,
+        evaluation_tracer=evaluation_tracer,
+    )
+    return ScoringPipeline(processor, scorer, sampler, metrics, settings)

@@ -1,0 +1,264 @@
+"""The background scorer: its own asyncio event loop in a daemon thread, so sync
+and async apps alike hand records over without waiting.
+
+``submit`` never blocks the caller: it counts the record against a bounded queue
+and schedules it on the loop; when the queue is full it returns ``False`` and the
+caller records the drop. At most ``concurrency`` records are with the judge at
+once, each under a per-record timeout, behind a circuit breaker. Retries of
+individual HTTP calls are the judge's business (the OpenAI judge retries 429s
+and 5xx with backoff); the scorer does not retry a whole record, which would
+multiply the judge's cost exactly when it is struggling.
+
+Everything on the loop runs in a context with OpenTelemetry's
+suppress-instrumentation key set, so the judge's own calls are never traced."""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import logging
+import os
+import threading
+import time
+import weakref
+from collections.abc import Callable
+
+from opentelemetry import context as otel_context
+
+from ragas_trace._internal_errors import record_internal_error
+from ragas_trace.judges.base import Judge
+from ragas_trace.record import RagRecord
+from ragas_trace.results import ALL_METRICS, Metric
+from ragas_trace.scorer.breaker import CircuitBreaker
+from ragas_trace.scorer.outcome import EvaluationStatus, Outcome, is_judge_failure, outcome_of
+
+logger = logging.getLogger("ragas_trace")
+
+Done = Callable[[RagRecord, Outcome], None]
+
+
+class BackgroundScorer:
+    """Scores ``RagRecord``s with ``judge`` off the caller's thread.
+
+    ``done(record, outcome)`` is called on the scorer thread exactly once for every
+    accepted record (with status ``dropped`` / reason ``shutdown`` if shutdown
+    cancels it); it must be quick and must not block.
+    """
+
+    def __init__(
+        self,
+        judge: Judge,
+        *,
+        concurrency: int = 8,
+        queue_size: int = 1000,
+        timeout_s: float = 30.0,
+        breaker: CircuitBreaker | None = None,
+        metrics: frozenset[Metric] = ALL_METRICS,
+        close_judge: bool = True,
+    ) -> None:
+        if concurrency < 1:
+            raise ValueError(f"concurrency must be >= 1, got {concurrency!r}")
+        if queue_size < 1:
+            raise ValueError(f"queue_size must be >= 1, got {queue_size!r}")
+        if timeout_s <= 0:
+            raise ValueError(f"timeout_s must be > 0, got {timeout_s!r}")
+        self.judge = judge
+        self.concurrency = concurrency
+        self.queue_size = queue_size
+        self.timeout_s = timeout_s
+        self.breaker = breaker or CircuitBreaker()
+        self._metrics = metrics
+        self._close_judge = close_judge
+        self._lock = threading.Lock()
+        self._idle = threading.Condition(self._lock)
+        self._closed = False
+        self._reset_runtime()
+        _after_fork_scorers.add(self)
+
+    def _reset_runtime(self) -> None:
+        self._pid = os.getpid()
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._thread: threading.Thread | None = None
+        self._loop_context: contextvars.Context | None = None
+        self._semaphore: asyncio.Semaphore | None = None
+        self._tasks: set[asyncio.Task[None]] = set()
+        self._pending = 0  # accepted and not yet done
+        self._running = 0  # with the judge now
+
+    @property
+    def judge_name(self) -> str:
+        try:
+            return str(self.judge.name)
+        except Exception:
+            return type(self.judge).__name__
+
+    @property
+    def queued(self) -> int:
+        """Records waiting for a judge slot."""
+        with self._lock:
+            return self._pending - self._running
+
+    @property
+    def pending(self) -> int:
+        """Records accepted and not yet done (waiting or with the judge)."""
+        with self._lock:
+            return self._pending
+
+    def submit(self, record: RagRecord, done: Done) -> bool:
+        """Queue ``record``; ``False`` (and no ``done`` call) when full or shut down."""
+        with self._lock:
+            if self._closed:
+                return False
+            loop, ctx = self._ensure_loop_locked()
+            if self._pending - self._running >= self.queue_size:
+                return False
+            self._pending += 1
+        try:
+            loop.call_soon_threadsafe(self._spawn, record, done, context=ctx)
+        except RuntimeError:  # the loop closed under us
+            self._finish_one()
+            return False
+        return True
+
+    def drain(self, timeout_s: float) -> bool:
+        """Wait until every accepted record is done; ``False`` if the deadline came first."""
+        deadline = time.monotonic() + max(0.0, timeout_s)
+        with self._idle:
+            while self._pending:
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    return False
+                self._idle.wait(remaining)
+        return True
+
+    def shutdown(self, timeout_s: float = 5.0) -> bool:
+        """Stop accepting, drain within ``timeout_s``, cancel what is left (its ``done``
+        gets ``dropped``/``shutdown``), close the judge. Safe to call twice."""
+        deadline = time.monotonic() + max(0.0, timeout_s)
+        with self._lock:
+            already = self._closed
+            self._closed = True
+        if already:
+            return True
+        drained = self.drain(deadline - time.monotonic())
+        with self._lock:
+            loop, thread = self._loop, self._thread
+        if loop is None or thread is None:
+            return drained
+        try:
+            asyncio.run_coroutine_threadsafe(self._stop(), loop)
+        except RuntimeError:
+            return False
+        thread.join(max(0.0, deadline - time.monotonic()) + 0.5)
+        return drained and not thread.is_alive()
+
+    # -- the loop thread ------------------------------------------------------------
+
+    def _ensure_loop_locked(self) -> tuple[asyncio.AbstractEventLoop, contextvars.Context]:
+        if self._pid != os.getpid():
+            self._reset_runtime()
+        if self._loop is None or self._loop_context is None:
+            ready = threading.Event()
+            loop = asyncio.new_event_loop()
+            self._loop = loop
+            self._thread = threading.Thread(target=self._run_loop, args=(loop, ready),
+                                            name="ragas-trace-scorer", daemon=True)
+            self._thread.start()
+            ready.wait()
+        if self._loop_context is None:
+            raise RuntimeError("scorer loop failed to start")
+        return self._loop, self._loop_context
+
+    def _run_loop(self, loop: asyncio.AbstractEventLoop, ready: threading.Event) -> None:
+        asyncio.set_event_loop(loop)
+        otel_context.attach(otel_context.set_value(otel_context._SUPPRESS_INSTRUMENTATION_KEY,
+                                                   True))
+        self._semaphore = asyncio.Semaphore(self.concurrency)
+        self._loop_context = contextvars.copy_context()
+        ready.set()
+        try:
+            loop.run_forever()
+        finally:
+            loop.close()
+
+    def _spawn(self, record: RagRecord, done: Done) -> None:
+        task = asyncio.get_running_loop().create_task(self._score(record, done))
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def _score(self, record: RagRecord, done: Done) -> None:
+        outcome = Outcome(EvaluationStatus.DROPPED, reason="shutdown")
+        try:
+            if self._semaphore is None:
+                raise RuntimeError("scorer loop not initialised")
+            async with self._semaphore:
+                with self._lock:
+                    self._running += 1
+                try:
+                    outcome = await self._evaluate(record)
+                finally:
+                    with self._lock:
+                        self._running -= 1
+        except asyncio.CancelledError:
+            pass
+        finally:
+            try:
+                done(record, outcome)
+            except Exception as exc:
+                record_internal_error("scorer.done", exc)
+            finally:
+                self._finish_one()
+
+    async def _evaluate(self, record: RagRecord) -> Outcome:
+        if not self.breaker.allow():
+            return Outcome(EvaluationStatus.FAILED, reason="circuit_open")
+        start = time.perf_counter()
+        try:
+            scores = await asyncio.wait_for(
+                self.judge.evaluate(record.question, record.context_texts, record.answer,
+                                    self._metrics),
+                self.timeout_s)
+        except TimeoutError:
+            outcome = Outcome(EvaluationStatus.TIMEOUT, reason="score_timeout",
+                              duration_s=time.perf_counter() - start)
+        except Exception as exc:  # the Judge protocol forbids raising; defend anyway
+            logger.warning("judge %s raised %s", self.judge_name, type(exc).__name__)
+            outcome = Outcome(EvaluationStatus.FAILED, reason=type(exc).__name__,
+                              duration_s=time.perf_counter() - start)
+        else:
+            outcome = outcome_of(scores, time.perf_counter() - start)
+        self.breaker.record(not is_judge_failure(outcome))
+        return outcome
+
+    async def _stop(self) -> None:
+        for task in list(self._tasks):
+            task.cancel()
+        if self._tasks:
+            await asyncio.gather(*self._tasks, return_exceptions=True)
+        if self._close_judge:
+            try:
+                await asyncio.wait_for(self.judge.aclose(), 2.0)
+            except Exception as exc:
+                logger.warning("closing judge %s failed: %s", self.judge_name,
+                               type(exc).__name__)
+        asyncio.get_running_loop().stop()
+
+    def _finish_one(self) -> None:
+        with self._idle:
+            self._pending -= 1
+            if not self._pending:
+                self._idle.notify_all()
+
+
+_after_fork_scorers: weakref.WeakSet[BackgroundScorer] = weakref.WeakSet()
+
+
+def _reinit_after_fork() -> None:
+    # The parent's loop thread does not exist in the child: start afresh on next submit.
+    for scorer in list(_after_fork_scorers):
+        scorer._lock = threading.Lock()
+        scorer._idle = threading.Condition(scorer._lock)
+        scorer._reset_runtime()
+
+
+os.register_at_fork(after_in_child=_reinit_after_fork)

@@ -1,0 +1,227 @@
+"""ScoringSpanProcessor with hand-made spans and a scripted judge."""
+
+from __future__ import annotations
+
+import threading
+
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+from ragas_trace import semconv as sc
+from ragas_trace.exporters.content_policy import ContentPolicy
+from ragas_trace.exporters.evaluation_span import SPAN_NAME
+from ragas_trace.scorer.breaker import CircuitBreaker
+from ragas_trace.scorer.sampler import Sampler
+from ragas_trace.testing.rag_spans import evaluation_status as status_of
+from ragas_trace.testing.rag_spans import rag_request
+from ragas_trace.testing.scripted_judge import ScriptedJudge
+
+
+def test_scored_root_is_exported_once_with_scores_and_an_evaluation_span(make_rig):
+    rig = make_rig()
+    root_id = rag_request(rig.tracer)
+    assert rig.processor.force_flush(5000)
+    roots = rig.named("rag")
+    assert len(roots) == 1
+    attrs = roots[0].attributes
+    assert attrs[sc.RAGAS_EVALUATION_STATUS] == "scored"
+    assert attrs[sc.RAGAS_FAITHFULNESS] == 0.9
+    assert attrs[sc.RAGAS_ANSWER_RELEVANCE] == 0.9
+    assert attrs[sc.RAGAS_CONTEXT_RELEVANCE] == 0.9
+    assert attrs["ragas.faithfulness.label"] == "pass"
+    assert attrs[sc.RAGAS_EVALUATION_JUDGE] == "scripted"
+    assert attrs[sc.RAGAS_JUDGE_PROMPT_TOKENS] == 100
+    assert attrs[sc.RAGAS_STATEMENTS_TOTAL] == 2
+    assert attrs[sc.RAGAS_STATEMENTS_SUPPORTED] == 1
+    assert attrs[sc.INPUT_VALUE] == "What is the capital of France?"
+    assert {s.name for s in rig.spans()} == {"rag", "retriever", "llm", SPAN_NAME}
+    assert rig.judge.contexts == [["Paris is the capital and largest city of France."]]
+
+    (evaluation,) = rig.named(SPAN_NAME)
+    assert evaluation.attributes[sc.SPAN_KIND] == sc.KIND_EVALUATOR
+    assert len(evaluation.links) == 1
+    assert evaluation.links[0].context.span_id == root_id
+    assert evaluation.parent.span_id == root_id
+    assert evaluation.context.trace_id == roots[0].context.trace_id
+    names = {evaluation.attributes[f"evaluations.{i}.evaluation.name"] for i in range(3)}
+    assert names == {"faithfulness", "answer_relevance", "context_relevance"}
+    events = [e for e in evaluation.events if e.name == sc.GEN_AI_EVALUATION_RESULT]
+    assert len(events) == 3
+    assert all(e.attributes[sc.GEN_AI_EVALUATION_SCORE_VALUE] == 0.9 for e in events)
+    assert all(e.attributes[sc.GEN_AI_EVALUATION_SCORE_LABEL] == "pass" for e in events)
+
+
+def test_labels_follow_thresholds(make_rig):
+    rig = make_rig(ScriptedJudge(0.5), thresholds={
+        "faithfulness": 0.6, "answer_relevance": 0.5, "context_relevance": 0.2})
+    rag_request(rig.tracer)
+    assert rig.processor.force_flush(5000)
+    attrs = rig.named("rag")[0].attributes
+    assert attrs["ragas.faithfulness.label"] == "fail"
+    assert attrs["ragas.answer_relevance.label"] == "pass"
+    assert attrs["ragas.context_relevance.label"] == "pass"
+
+
+def test_children_and_non_rag_spans_go_downstream_at_once(make_rig):
+    gate = threading.Event()
+    rig = make_rig(ScriptedJudge(gate=gate))
+    with rig.tracer.start_as_current_span("plain"):
+        pass
+    rag_request(rig.tracer)
+    names = [s.name for s in rig.spans()]
+    assert names == ["plain", "retriever", "llm"]  # the root is held while the judge waits
+    assert rig.processor.held_count == 1
+    gate.set()
+    assert rig.processor.force_flush(5000)
+    assert rig.processor.held_count == 0
+    assert [s.name for s in rig.named("rag")] == ["rag"]
+
+
+def test_unsampled_root_goes_out_at_once_marked_not_sampled(make_rig):
+    rig = make_rig(sampler=Sampler(0.0))
+    rag_request(rig.tracer)
+    (root,) = rig.named("rag")
+    assert status_of(root) == "not_sampled"
+    assert root.attributes[sc.RAGAS_EVALUATION_REASON] == "ratio"
+    assert rig.judge.calls == 0
+
+
+def test_always_attribute_overrides_the_ratio(make_rig):
+    rig = make_rig(sampler=Sampler(0.0))
+    rag_request(rig.tracer, root_attributes={sc.RAGAS_ALWAYS_SCORE: True})
+    assert rig.processor.force_flush(5000)
+    assert status_of(rig.named("rag")[0]) == "scored"
+
+
+def test_hold_timeout_exports_unscored_then_the_evaluation_span_still_comes(make_rig):
+    gate = threading.Event()
+    rig = make_rig(ScriptedJudge(gate=gate), hold_timeout_s=0.2)
+    rag_request(rig.tracer)
+    assert rig.wait(lambda spans: any(s.name == "rag" for s in spans), timeout=1.2)
+    (root,) = rig.named("rag")
+    assert status_of(root) == "timeout"
+    assert root.attributes[sc.RAGAS_EVALUATION_REASON] == "hold_timeout"
+    assert sc.RAGAS_FAITHFULNESS not in root.attributes
+    gate.set()
+    assert rig.processor.force_flush(5000)
+    assert len(rig.named("rag")) == 1
+    assert len(rig.named(SPAN_NAME)) == 1
+
+
+def test_full_hold_buffer_exports_unscored_as_dropped(make_rig):
+    gate = threading.Event()
+    rig = make_rig(ScriptedJudge(gate=gate), max_held_spans=1)
+    for _ in range(3):
+        rag_request(rig.tracer)
+    statuses = [(status_of(s), s.attributes.get(sc.RAGAS_EVALUATION_REASON))
+                for s in rig.named("rag")]
+    assert statuses == [("dropped", "hold_full")] * 2
+    gate.set()
+    assert rig.processor.force_flush(5000)
+    assert sorted(status_of(s) for s in rig.named("rag")) == ["dropped", "dropped", "scored"]
+
+
+def test_full_queue_exports_unscored_as_dropped(make_rig):
+    gate = threading.Event()
+    rig = make_rig(ScriptedJudge(gate=gate), concurrency=1, queue_size=1)
+    rag_request(rig.tracer)
+    assert rig.wait(lambda _: rig.judge.calls == 1)  # first one is with the judge
+    rag_request(rig.tracer)  # waits in the queue
+    rag_request(rig.tracer)  # no room
+    assert [(status_of(s), s.attributes[sc.RAGAS_EVALUATION_REASON])
+            for s in rig.named("rag")] == [("dropped", "queue_full")]
+    gate.set()
+    assert rig.processor.force_flush(5000)
+    assert sorted(status_of(s) for s in rig.named("rag")) == ["dropped", "scored", "scored"]
+
+
+def test_judge_failures_are_failed_and_open_the_breaker(make_rig):
+    rig = make_rig(ScriptedJudge(mode="fail"), concurrency=1,
+                   breaker=CircuitBreaker(failures=2, reset_s=60))
+    for _ in range(4):
+        rag_request(rig.tracer)
+        assert rig.processor.force_flush(5000)
+    roots = rig.named("rag")
+    assert [status_of(s) for s in roots] == ["failed"] * 4
+    assert [s.attributes[sc.RAGAS_EVALUATION_REASON] for s in roots][2:] == ["circuit_open"] * 2
+    assert rig.judge.calls == 2
+    assert roots[0].attributes["ragas.faithfulness.status"] == "failed"
+    assert not rig.named(SPAN_NAME)
+
+
+def test_shutdown_exports_everything_still_held_and_is_safe_twice(make_rig):
+    rig = make_rig(ScriptedJudge(mode="hang"), hold_timeout_s=60)
+    for _ in range(3):
+        rag_request(rig.tracer)
+    assert rig.processor.shutdown(2.0) is False  # the judge never answered
+    roots = rig.named("rag")
+    assert [(status_of(s), s.attributes[sc.RAGAS_EVALUATION_REASON]) for s in roots] == [
+        ("dropped", "shutdown")] * 3
+    assert rig.processor.shutdown(1.0) is True
+    assert rig.judge.closed == 1
+
+
+def test_only_the_outermost_chain_is_scored(make_rig):
+    rig = make_rig()
+    outer = {sc.SPAN_KIND: sc.KIND_CHAIN, sc.INPUT_VALUE: "outer question?"}
+    with rig.tracer.start_as_current_span("outer", attributes=outer) as span:
+        rag_request(rig.tracer, question="inner question?", name="inner")
+        span.set_attribute(sc.OUTPUT_VALUE, "Paris is the capital of France.")
+    assert rig.processor.force_flush(5000)
+    assert status_of(rig.named("outer")[0]) == "scored"
+    assert status_of(rig.named("inner")[0]) is None
+    assert rig.judge.questions == ["outer question?"]
+    assert rig.judge.contexts == [["Paris is the capital and largest city of France."]]
+
+
+def test_content_policy_drop_strips_exports_but_the_judge_sees_everything(make_rig):
+    rig = make_rig(content_policy=ContentPolicy("drop"))
+    rag_request(rig.tracer)
+    assert rig.processor.force_flush(5000)
+    for span in rig.spans():
+        assert sc.INPUT_VALUE not in span.attributes
+        assert sc.OUTPUT_VALUE not in span.attributes
+        assert sc.document_key(0, sc.DOCUMENT_CONTENT) not in span.attributes
+    retriever = rig.named("retriever")[0]
+    assert retriever.attributes[sc.document_key(0, sc.DOCUMENT_ID)] == "d0"
+    assert status_of(rig.named("rag")[0]) == "scored"
+    assert rig.judge.questions == ["What is the capital of France?"]
+    assert rig.judge.contexts == [["Paris is the capital and largest city of France."]]
+
+
+def test_content_policy_redact_and_truncate(make_rig):
+    policy = ContentPolicy("redact", redact=lambda text: text.replace("Paris", "[CITY]"),
+                           max_chars=12)
+    rig = make_rig(content_policy=policy)
+    rag_request(rig.tracer)
+    assert rig.processor.force_flush(5000)
+    root = rig.named("rag")[0]
+    assert root.attributes[sc.OUTPUT_VALUE] == "[CITY] is th"
+    assert rig.named("retriever")[0].attributes[sc.document_key(0, sc.DOCUMENT_CONTENT)] == (
+        "[CITY] is th")
+    assert rig.named("llm")[0].attributes[sc.OUTPUT_VALUE] == "[CITY] is th"
+
+
+def test_ingested_spans_from_elsewhere_are_scored(make_rig):
+    source = InMemorySpanExporter()
+    other = TracerProvider()
+    other.add_span_processor(SimpleSpanProcessor(source))
+    rag_request(other.get_tracer("elsewhere"))
+    rig = make_rig()
+    rig.processor.ingest(list(reversed(source.get_finished_spans())))
+    assert rig.processor.force_flush(5000)
+    assert status_of(rig.named("rag")[0]) == "scored"
+    assert rig.judge.contexts == [["Paris is the capital and largest city of France."]]
+
+
+def test_added_attributes_survive_a_full_span(make_rig):
+    rig = make_rig()
+    many = {f"filler.{i}": i for i in range(120)}  # 128 attributes with the collectors'
+    rag_request(rig.tracer, root_attributes=many)
+    assert rig.processor.force_flush(5000)
+    root = rig.named("rag")[0]
+    assert len(root.attributes) == 128
+    assert root.attributes[sc.RAGAS_EVALUATION_STATUS] == "scored"
+    assert root.attributes[sc.RAGAS_FAITHFULNESS] == 0.9
+    assert root.dropped_attributes > 0
