@@ -1,6 +1,5 @@
 """The retrieved context, prepared once per record: its sentences, their tokens, and
-which names each sentence refers to (a sentence with a pronoun also refers to the
-names of the sentence before it: "Curie ... . She shared the 1903 prize ...")."""
+which names each sentence refers to."""
 
 from __future__ import annotations
 
@@ -11,9 +10,12 @@ from dataclasses import dataclass
 from ragas_trace.judges.local.tokens import Kind, Token, Vocabulary, content_tokens
 from ragas_trace.metrics.sentences import split_sentences
 
-_PRONOUN = re.compile(
-    r"\b(he|she|it|they|his|her|its|their|him|them|this|these|er|sie|es|sein|seine|ihr|ihre"
-    r"|dies|diese)\b|[他她它其]", re.IGNORECASE)
+# A sentence that opens with a subject pronoun continues the previous sentence's
+# subject ("Curie won ... . She shared ..."); a possessive opener ("His rival, Gray, ...")
+# does not, since its subject is someone else.
+_SUBJECT_PRONOUN = re.compile(
+    r"^\W*(he|she|it|they|this|these|er|sie|es|dies|diese[rs]?)\b|^\W*[他她它]",
+    re.IGNORECASE)
 
 
 @dataclass(frozen=True)
@@ -40,7 +42,7 @@ def build_evidence(contexts: Sequence[str]) -> Evidence:
         previous_names: tuple[Token, ...] = ()
         for text in split_sentences(passage):
             tokens = tuple(content_tokens(text))
-            referred = previous_names if _PRONOUN.search(text) else ()
+            referred = previous_names if _SUBJECT_PRONOUN.search(text) else ()
             sentences.append(ContextSentence(text, tokens, Vocabulary(tokens + referred)))
             names = tuple(t for t in tokens if t.kind is Kind.NAME or t.text[:1].isupper())
             previous_names = names or previous_names

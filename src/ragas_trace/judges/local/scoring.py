@@ -40,6 +40,7 @@ MISSING_FACT_FACTOR = 0.25  # per number or name absent from the context
 VAGUE_FACTOR = 0.75  # per placeholder word ("someone", "something") in an answer
 UNMET_EXPECTATION_FACTOR = 0.5  # a "when" question answered without any date...
 LEXICAL_WEIGHT = 0.2  # share of the question's terms a context sentence contains
+RELATIVE_FLOOR, RELATIVE_FULL = 0.30, 0.10  # needed: within 0.1 of the best sentence
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,8 +88,8 @@ def _placement(
     statement: str, tokens: Sequence[Token], missing: Sequence[Token], evidence: Evidence,
     rarity: RarityFn,
 ) -> tuple[float, list[str]]:
-    """Mean over the statement's facts of how well the context sentence that holds the
-    fact also holds the rest of the clause. Catches facts borrowed from elsewhere in
+    """For the statement's worst-placed fact, how well the context sentence that holds
+    the fact also holds the rest of the clause. Catches facts borrowed from elsewhere in
     the context ("Gray was granted the patent" when the context grants it to Bell)."""
     missing_keys = {t.key for t in missing}
     degrees: list[float] = []
@@ -109,7 +110,7 @@ def _placement(
             degrees.append(degree)
             if degree < 0.5:
                 misplaced.append(fact.text)
-    return (float(np.mean(degrees)) if degrees else 1.0), misplaced
+    return min(degrees, default=1.0), misplaced
 
 
 def answer_relevance(
@@ -153,10 +154,13 @@ def sentence_need(
     question plus a share of the question's own terms that it contains."""
     question_tokens = content_tokens(question)
     total = _weighted(question_tokens, rarity)
-    needs: list[float] = []
+    bearing: list[float] = []
     for sentence, similarity in zip(evidence.sentences, vectors @ q_vector, strict=True):
         lexical = _weighted([t for t in question_tokens if t in sentence.vocabulary],
                             rarity) / total if total else 0.0
-        needs.append(_ramp(float(similarity) + LEXICAL_WEIGHT * lexical,
-                           NEED_FLOOR, NEED_FULL))
-    return needs
+        bearing.append(float(similarity) + LEXICAL_WEIGHT * lexical)
+    # Relative to the best sentence too: similarities are compressed for text the
+    # model knows less well (Chinese), where everything looks alike in absolute terms.
+    best = max(bearing, default=0.0)
+    return [min(_ramp(b, NEED_FLOOR, NEED_FULL),
+                _ramp(b, best - RELATIVE_FLOOR, best - RELATIVE_FULL)) for b in bearing]

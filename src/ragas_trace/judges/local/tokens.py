@@ -19,6 +19,7 @@ from enum import Enum
 from ragas_trace.judges.local.lexicon import STOPWORDS, VAGUE_WORDS
 
 _TOKEN = re.compile(
+    r"(?:(?<![\w.,])[-−](?=\d)|\b(?i:minus|negative)\s+(?=\d))?"  # -2, minus 2
     r"\d+(?:[.,:/-]\d+)*"  # 1,500  365.2422  1-0  20:15
     r"|[^\W\d_]+(?:[-'’][^\W\d_]+)*",  # words, with inner hyphens/apostrophes
 )
@@ -58,7 +59,10 @@ def stem(word: str) -> str:
 
 
 def _number_key(text: str) -> str:
-    return re.sub(r"[.,](?=\d{3}\b)", "", text)  # 1,500 == 1500; 365.2422 stays
+    """1,500 == 1500 (365.2422 stays); minus 2 == -2 == −2."""
+    sign = "-" if not text[0].isdigit() else ""
+    digits = text[re.search(r"\d", text).start():]  # type: ignore[union-attr]
+    return sign + re.sub(r"[.,](?=\d{3}\b)", "", digits)
 
 
 def content_tokens(text: str) -> list[Token]:
@@ -66,7 +70,7 @@ def content_tokens(text: str) -> list[Token]:
     tokens: list[Token] = []
     for m in _TOKEN.finditer(_CJK_RUN.sub(lambda r: " " * len(r.group(0)), text)):
         raw = m.group(0)
-        if raw[0].isdigit():
+        if raw[-1].isdigit():
             tokens.append(Token(raw, _number_key(raw), Kind.NUMBER, m.start()))
             continue
         low = normalise(raw)
@@ -100,8 +104,8 @@ def clause_groups(sentence: str, tokens: Sequence[Token]) -> list[list[Token]]:
 
 
 class Vocabulary:
-    """The set of token keys of a source text, with prefix matching for compounds and
-    inflections the stemmer misses (African ~ Africa)."""
+    """The set of token keys of a source text, with prefix and suffix matching for
+    inflections the stemmer misses (African ~ Africa) and compounds."""
 
     def __init__(self, tokens: Iterable[Token]) -> None:
         self.keys = frozenset(t.key for t in tokens)
@@ -114,7 +118,8 @@ class Vocabulary:
         if token.kind is Kind.NUMBER or len(token.key) < _MIN_STEM + 1:
             return False
         return any(
-            len(k) > _MIN_STEM and (k.startswith(token.key) or token.key.startswith(k))
+            len(k) > _MIN_STEM and (k.startswith(token.key) or token.key.startswith(k)
+                                    or k.endswith(token.key))  # Metalllettern ~ Lettern
             for k in self.keys
         )
 
