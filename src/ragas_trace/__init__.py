@@ -3,6 +3,7 @@
 from ragas_trace.extract import extract_record
 from ragas_trace.record import Context, RagRecord
 from ragas_trace.results import JudgeUsage, Metric, MetricResult, MetricStatus, Scores
+from ragas_trace.scoring import ascore, score
 
 __all__ = [
     "Context",
@@ -12,5 +13,7 @@ __all__ = [
     "MetricStatus",
     "RagRecord",
     "Scores",
+    "ascore",
     "extract_record",
+    "score",
 ]

@@ -7,8 +7,8 @@ high and ungrounded or evasive ones low.
   flagged noncommittal;
 - context sentences: those sharing a content word with the question, verbatim;
 - verdicts: a statement is supported when at least 60 % of its content words (or
-  CJK characters) occur in the context;
-- embeddings: hashed bag of words and CJK character pairs, unit length, so cosine
+  CJK character pairs) occur in the context;
+- embeddings: hashed bag of words, CJK characters and character pairs, unit length, so cosine
   similarity follows word overlap.
 """
 
@@ -34,6 +34,7 @@ _TAG = re.compile(r"<([a-z_]+)>\n?(.*?)\n?</\1>", re.DOTALL)
 _NUMBERED = re.compile(r"^\s*(\d+)\.\s+(.*)$", re.MULTILINE)
 _COUNT = re.compile(re.escape(prompts.QUESTION_COUNT_LABEL) + r"\s*(\d+)")
 _CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af]")
+_CJK_RUN = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af]+")
 _WORD = re.compile(r"[^\W\d_]{3,}|\d+")
 _STOPWORDS = frozenset("""
 the and for are was were what which who whom whose when where why how does did
@@ -111,10 +112,18 @@ def is_evasive(answer: str) -> bool:
     return not text.strip() or any(phrase in text for phrase in _EVASIVE)
 
 
+def _cjk_bigrams(text: str) -> list[str]:
+    """Adjacent CJK character pairs (a lone character stands for itself)."""
+    out: list[str] = []
+    for run in _CJK_RUN.findall(text):
+        out += [a + b for a, b in itertools.pairwise(run)] if len(run) > 1 else [run]
+    return out
+
+
 def content_units(text: str) -> set[str]:
-    """Lower-cased content words and CJK characters."""
+    """Lower-cased content words and CJK character pairs."""
     lowered = text.lower()
-    return {w for w in _WORD.findall(lowered) if w not in _STOPWORDS} | set(_CJK.findall(lowered))
+    return {w for w in _WORD.findall(lowered) if w not in _STOPWORDS} | set(_cjk_bigrams(lowered))
 
 
 def default_reply(request: TaskInput) -> dict[str, Any]:
@@ -145,8 +154,7 @@ def embed(text: str, dim: int = EMBEDDING_DIM) -> np.ndarray:
     """A deterministic unit vector: signed feature hashing of words and CJK bigrams."""
     vector = np.zeros(dim, dtype=np.float32)
     lowered = text.lower()
-    cjk = _CJK.findall(lowered)
-    features = _WORD.findall(lowered) + ["".join(p) for p in itertools.pairwise(cjk)] + cjk
+    features = _WORD.findall(lowered) + _cjk_bigrams(lowered) + _CJK.findall(lowered)
     for feature in features:
         digest = hashlib.blake2b(feature.encode(), digest_size=8).digest()
         index = int.from_bytes(digest[:4], "little") % dim

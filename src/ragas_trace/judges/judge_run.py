@@ -1,0 +1,159 @@
+"""The calls of one record's evaluation: chat and embeddings requests with retries,
+the reply cache, the output-format fallback, and the bookkeeping of what they cost
+(calls, tokens, sequential rounds)."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, TypeVar
+
+import numpy as np
+import numpy.typing as npt
+import openai
+from openai.types import CreateEmbeddingResponse
+from openai.types.chat import ChatCompletion
+
+from ragas_trace.judges.parsing import ReplyError, parse_json_reply
+from ragas_trace.judges.prompts import PROMPTS, Message, Task, response_format
+from ragas_trace.judges.retry import JudgeCallError, call_with_retries
+from ragas_trace.results import JudgeUsage, MetricStatus
+
+if TYPE_CHECKING:
+    from ragas_trace.judges.openai_judge import OpenAIJudge
+
+logger = logging.getLogger(__name__)
+
+T = TypeVar("T")
+Vector = npt.NDArray[np.float64]
+
+STEP_NAMES = {
+    Task.STATEMENTS: "statement extraction",
+    Task.QUESTIONS: "question generation",
+    Task.CONTEXT: "context-sentence extraction",
+    Task.VERDICTS: "statement verification",
+}
+# Reply limits: generous for the tasks that copy text, tight for the others.
+MAX_TOKENS = {Task.STATEMENTS: 1024, Task.QUESTIONS: 512, Task.CONTEXT: 4096,
+              Task.VERDICTS: 4096}
+_WEAKER_FORMAT = {"json_schema": "json_object", "json_object": "none"}
+
+
+class JudgeRun:
+    def __init__(self, judge: OpenAIJudge, deadline: float) -> None:
+        self._judge = judge
+        self._deadline = deadline
+        self._prompt_tokens = 0
+        self._completion_tokens = 0
+        self._chat_calls = 0
+        self._embedding_calls = 0
+        self._rounds = 0
+
+    def usage(self) -> JudgeUsage:
+        return JudgeUsage(self._prompt_tokens, self._completion_tokens, self._chat_calls,
+                          self._embedding_calls, self._rounds)
+
+    async def chat(self, task: Task, user: str, parse: Callable[[dict[str, Any]], T],
+                   depth: int) -> T:
+        """Ask ``task`` and parse the reply; ``JudgeCallError`` names the step on failure."""
+        judge = self._judge
+        messages = PROMPTS[task].messages(user)
+        cache = judge.cache
+        key = cache.key(kind="chat", model=judge.model, messages=messages,
+                        max_tokens=MAX_TOKENS[task]) if cache is not None else ""
+        cached = cache.get(key) if cache is not None else None
+        step = STEP_NAMES[task]
+        if isinstance(cached, str):
+            return parse(parse_json_reply(cached, "stop"))
+        self._chat_calls += 1
+        self._rounds = max(self._rounds, depth)
+        try:
+            completion = await call_with_retries(
+                lambda timeout: self._create_chat(task, messages, timeout),
+                deadline=self._deadline, attempt_timeout_s=judge.timeout_s,
+                max_retries=judge.max_retries)
+        except JudgeCallError as exc:
+            raise JudgeCallError(exc.status, f"{step}: {exc.reason}") from exc
+        if completion.usage is not None:
+            self._prompt_tokens += completion.usage.prompt_tokens or 0
+            self._completion_tokens += completion.usage.completion_tokens or 0
+        try:
+            if not completion.choices:
+                raise ReplyError("the reply has no choices")
+            choice = completion.choices[0]
+            content = choice.message.content
+            value = parse(parse_json_reply(content, choice.finish_reason))
+        except ReplyError as exc:
+            raise JudgeCallError(MetricStatus.FAILED, f"{step}: {exc}") from exc
+        if cache is not None and content is not None:
+            cache.put(key, content)
+        return value
+
+    async def _create_chat(self, task: Task, messages: list[Message],
+                           timeout: float) -> ChatCompletion:
+        judge = self._judge
+        while True:
+            mode = judge.response_format
+            fmt = response_format(task, mode)
+            extra: dict[str, Any] = {"response_format": fmt} if fmt is not None else {}
+            try:
+                return await judge.client().chat.completions.create(
+                    model=judge.model, messages=messages,  # type: ignore[arg-type]
+                    temperature=0, max_tokens=MAX_TOKENS[task], timeout=timeout, **extra)
+            except openai.BadRequestError as exc:
+                weaker = _WEAKER_FORMAT.get(mode)
+                if weaker is None or not _about_format(exc):
+                    raise
+                logger.warning("judge endpoint refused response_format=%s (%s); using %s",
+                               mode, exc.message, weaker)
+                judge.response_format = weaker
+
+    async def embed(self, texts: list[str], depth: int) -> list[Vector]:
+        """Embeddings of ``texts`` in one call (cached ones are not asked again)."""
+        judge = self._judge
+        cache = judge.cache
+        keys = [cache.key(kind="embedding", model=judge.embedding_model, text=t)
+                if cache is not None else "" for t in texts]
+        found: dict[int, Vector] = {}
+        if cache is not None:
+            for i, key in enumerate(keys):
+                hit = cache.get(key)
+                if isinstance(hit, np.ndarray):
+                    found[i] = hit
+        todo = [i for i in range(len(texts)) if i not in found]
+        if todo:
+            self._embedding_calls += 1
+            self._rounds = max(self._rounds, depth)
+            try:
+                response = await call_with_retries(
+                    lambda timeout: judge.client().embeddings.create(
+                        model=judge.embedding_model, input=[texts[i] for i in todo],
+                        encoding_format="float", timeout=timeout),
+                    deadline=self._deadline, attempt_timeout_s=judge.timeout_s,
+                    max_retries=judge.max_retries)
+            except JudgeCallError as exc:
+                raise JudgeCallError(exc.status, f"embedding: {exc.reason}") from exc
+            vectors = _vectors(response, len(todo))
+            if response.usage is not None:
+                self._prompt_tokens += response.usage.prompt_tokens or 0
+            for i, vector in zip(todo, vectors, strict=True):
+                found[i] = vector
+                if cache is not None:
+                    cache.put(keys[i], vector)
+        return [found[i] for i in range(len(texts))]
+
+
+def _vectors(response: CreateEmbeddingResponse, expected: int) -> list[Vector]:
+    data = sorted(response.data, key=lambda d: d.index)
+    if len(data) != expected:
+        raise JudgeCallError(MetricStatus.FAILED,
+                             f"embedding: {len(data)} vectors for {expected} texts")
+    vectors = [np.asarray(d.embedding, dtype=np.float64) for d in data]
+    if len({v.shape for v in vectors}) != 1 or vectors[0].size == 0:
+        raise JudgeCallError(MetricStatus.FAILED, "embedding: vectors of different sizes")
+    return vectors
+
+
+def _about_format(exc: openai.BadRequestError) -> bool:
+    text = f"{exc.message} {exc.body}".lower()
+    return "response_format" in text or "json_schema" in text or "json schema" in text

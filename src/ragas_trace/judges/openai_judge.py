@@ -1,0 +1,257 @@
+"""``OpenAIJudge``: the paper's method on any OpenAI-compatible endpoint (OpenAI,
+Azure, vLLM, Ollama, llama.cpp server, LiteLLM), through the ``openai`` async client.
+
+Per record at most 4 chat calls and 1 embeddings call in at most 2 sequential
+rounds. Round one runs statement extraction, question generation (all questions in
+one call) and context-sentence extraction concurrently; round two verifies all
+statements in one call and embeds the question with the generated questions.
+
+Every HTTP call runs with OpenTelemetry instrumentation suppressed, so an app that
+also instruments ``openai`` or ``httpx`` never sees the judge's calls in its traces.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+import weakref
+from collections.abc import Callable, Sequence
+from typing import Any, TypeVar
+
+import openai
+from opentelemetry import context as otel_context
+
+from ragas_trace._internal_errors import record_internal_error
+from ragas_trace.judges import settings
+from ragas_trace.judges.cache import DEFAULT_SIZE, ResponseCache
+from ragas_trace.judges.judge_run import JudgeRun
+from ragas_trace.judges.parsing import (
+    parse_context_sentences,
+    parse_questions,
+    parse_statements,
+    parse_verdicts,
+)
+from ragas_trace.judges.prompts import (
+    Task,
+    context_input,
+    questions_input,
+    statements_input,
+    verdicts_input,
+)
+from ragas_trace.judges.retry import JudgeCallError
+from ragas_trace.metrics import answer_relevance, context_relevance, faithfulness
+from ragas_trace.metrics.context_relevance import ContextMatch, context_sentences
+from ragas_trace.results import (
+    ALL_METRICS,
+    Metric,
+    MetricResult,
+    MetricStatus,
+    Scores,
+    StatementVerdict,
+)
+
+logger = logging.getLogger(__name__)
+
+T = TypeVar("T")
+_NO_KEY = "unused"  # local endpoints ignore the key, but the client insists on one
+
+
+class OpenAIJudge:
+    """LLM judge. Arguments beat environment variables (``RAGAS_TRACE_JUDGE_MODEL``,
+    ``RAGAS_TRACE_EMBEDDING_MODEL``, ``OPENAI_BASE_URL``, ``OPENAI_API_KEY``, and the
+    ``RAGAS_TRACE_JUDGE_*`` ones in ``judges/settings.py``), which beat defaults.
+
+    ``cache``: ``True`` or a number of entries for a reply cache, or a shared
+    ``ResponseCache``; off by default.
+    """
+
+    def __init__(
+        self,
+        model: str | None = None,
+        embedding_model: str | None = None,
+        base_url: str | None = None,
+        api_key: str | None = None,
+        timeout_s: float | None = None,
+        max_retries: int | None = None,
+        cache: bool | int | ResponseCache | None = None,
+        *,
+        total_timeout_s: float | None = None,
+        n_questions: int | None = None,
+        response_format: str | None = None,
+    ) -> None:
+        shared_cache = cache if isinstance(cache, ResponseCache) else None
+        if cache is True:
+            cache = DEFAULT_SIZE
+        elif cache is False or shared_cache is not None:
+            cache = 0 if cache is False else None
+        cfg = settings.resolve({
+            "model": model, "embedding_model": embedding_model, "base_url": base_url,
+            "api_key": api_key, "timeout_s": timeout_s, "max_retries": max_retries,
+            "cache": cache, "total_timeout_s": total_timeout_s, "n_questions": n_questions,
+            "response_format": response_format,
+        })
+        if cfg["api_key"] is None and cfg["base_url"] is None:
+            raise ValueError("api_key: no API key; pass api_key= or set OPENAI_API_KEY "
+                             "(or pass base_url= for a local endpoint that needs none)")
+        self.model: str = cfg["model"]
+        self.embedding_model: str = cfg["embedding_model"]
+        self.base_url: str | None = cfg["base_url"]
+        self._api_key: str = cfg["api_key"] or _NO_KEY
+        self.timeout_s: float = cfg["timeout_s"]
+        self.total_timeout_s: float = cfg["total_timeout_s"]
+        self.max_retries: int = cfg["max_retries"]
+        self.n_questions: int = cfg["n_questions"]
+        self.response_format: str = cfg["response_format"]
+        self.cache: ResponseCache | None = shared_cache or (
+            ResponseCache(cfg["cache"]) if cfg["cache"] else None)
+        # One client per event loop: an httpx pool must not outlive its loop (the
+        # synchronous ``score()`` runs a fresh loop per call).
+        self._clients: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, openai.AsyncOpenAI] \
+            = weakref.WeakKeyDictionary()
+
+    @property
+    def name(self) -> str:
+        return f"openai:{self.model}"
+
+    def client(self) -> openai.AsyncOpenAI:
+        loop = asyncio.get_running_loop()
+        client = self._clients.get(loop)
+        if client is None:
+            client = openai.AsyncOpenAI(api_key=self._api_key, base_url=self.base_url,
+                                        max_retries=0, timeout=self.timeout_s)
+            self._clients[loop] = client
+        return client
+
+    async def aclose(self) -> None:
+        loop = asyncio.get_running_loop()
+        client = self._clients.pop(loop, None)
+        self._clients.clear()  # clients of finished loops cannot be closed any more
+        if client is not None:
+            await client.close()
+
+    async def evaluate(
+        self,
+        question: str | None,
+        contexts: Sequence[str],
+        answer: str | None,
+        metrics: frozenset[Metric] = ALL_METRICS,
+    ) -> Scores:
+        started = time.monotonic()
+        run = JudgeRun(self, deadline=started + self.total_timeout_s)
+        token = otel_context.attach(_suppressed())
+        try:
+            return await self._evaluate(run, question, contexts, answer, metrics, started)
+        except Exception as exc:  # a bug of ours must not break the scorer
+            record_internal_error("OpenAIJudge.evaluate", exc)
+            failed = MetricResult.unscored(MetricStatus.FAILED, f"internal error: {exc}")
+            return Scores(self.name, {m: failed for m in metrics}, usage=run.usage(),
+                          duration_s=time.monotonic() - started)
+        finally:
+            otel_context.detach(token)
+
+    async def _evaluate(self, run: JudgeRun, question: str | None, contexts: Sequence[str],
+                        answer: str | None, metrics: frozenset[Metric],
+                        started: float) -> Scores:
+        q = (question or "").strip()
+        a = (answer or "").strip()
+        ctx = [c for c in ([contexts] if isinstance(contexts, str) else contexts)
+               if isinstance(c, str) and c.strip()]
+        missing = {
+            Metric.FAITHFULNESS: _missing(answer=a, contexts=ctx),
+            Metric.ANSWER_RELEVANCE: _missing(question=q, answer=a),
+            Metric.CONTEXT_RELEVANCE: _missing(question=q, contexts=ctx),
+        }
+        empty_faith: tuple[MetricResult, tuple[StatementVerdict, ...]] = (
+            MetricResult.unscored(MetricStatus.SKIPPED), ())
+        empty_rel: tuple[MetricResult, tuple[str, ...]] = (
+            MetricResult.unscored(MetricStatus.SKIPPED), ())
+        empty_ctx = (MetricResult.unscored(MetricStatus.SKIPPED), ContextMatch(0, (), ()))
+
+        async def nothing(value: T) -> T:
+            return value
+
+        wanted = {m for m in metrics if missing[m] is None}
+        faith, relevance, ctx_rel = await asyncio.gather(
+            self._faithfulness(run, q, ctx, a) if Metric.FAITHFULNESS in wanted
+            else nothing(empty_faith),
+            self._answer_relevance(run, q, a) if Metric.ANSWER_RELEVANCE in wanted
+            else nothing(empty_rel),
+            self._context_relevance(run, q, ctx) if Metric.CONTEXT_RELEVANCE in wanted
+            else nothing(empty_ctx),
+        )
+        computed = {Metric.FAITHFULNESS: faith[0], Metric.ANSWER_RELEVANCE: relevance[0],
+                    Metric.CONTEXT_RELEVANCE: ctx_rel[0]}
+        results = {m: missing[m] or computed[m] for m in metrics}
+        return Scores(
+            judge=self.name,
+            results=results,
+            statements=faith[1],
+            generated_questions=relevance[1],
+            context_sentences=len(context_sentences(ctx))
+            if Metric.CONTEXT_RELEVANCE in metrics else 0,
+            kept_sentences=ctx_rel[1].kept,
+            usage=run.usage(),
+            duration_s=time.monotonic() - started,
+        )
+
+    async def _faithfulness(self, run: JudgeRun, question: str, contexts: list[str],
+                            answer: str) -> tuple[MetricResult, tuple[StatementVerdict, ...]]:
+        try:
+            statements = await run.chat(Task.STATEMENTS, statements_input(question, answer),
+                                        parse_statements, depth=1)
+            if not statements:
+                return faithfulness([]), ()
+            verdicts = await run.chat(Task.VERDICTS, verdicts_input(contexts, statements),
+                                      _verdict_parser(statements), depth=2)
+        except JudgeCallError as exc:
+            return MetricResult.unscored(exc.status, exc.reason), ()
+        judged = tuple(StatementVerdict(s, ok, reason)
+                       for s, (ok, reason) in zip(statements, verdicts, strict=True))
+        return faithfulness(judged), judged
+
+    async def _answer_relevance(self, run: JudgeRun, question: str,
+                                answer: str) -> tuple[MetricResult, tuple[str, ...]]:
+        try:
+            generated, noncommittal = await run.chat(
+                Task.QUESTIONS, questions_input(answer, self.n_questions), parse_questions,
+                depth=1)
+            if noncommittal or not generated:
+                return answer_relevance([], [], noncommittal), tuple(generated)
+            vectors = await run.embed([question, *generated], depth=2)
+        except JudgeCallError as exc:
+            return MetricResult.unscored(exc.status, exc.reason), ()
+        return answer_relevance(vectors[0], vectors[1:]), tuple(generated)
+
+    async def _context_relevance(self, run: JudgeRun, question: str,
+                                 contexts: list[str]) -> tuple[MetricResult, ContextMatch]:
+        try:
+            sentences, insufficient = await run.chat(
+                Task.CONTEXT, context_input(question, contexts), parse_context_sentences,
+                depth=1)
+        except JudgeCallError as exc:
+            return MetricResult.unscored(exc.status, exc.reason), ContextMatch(0, (), ())
+        result, match = context_relevance(contexts, sentences, insufficient)
+        if match.unmatched:
+            logger.debug("judge returned %d sentences not in the context", len(match.unmatched))
+        return result, match
+
+
+def _verdict_parser(statements: list[str]) -> Callable[[dict[str, Any]], list[tuple[bool, str]]]:
+    return lambda reply: parse_verdicts(reply, statements)
+
+
+def _missing(**inputs: Any) -> MetricResult | None:
+    """The status of a metric whose inputs are absent, or None when all are there."""
+    for name, status in (("question", MetricStatus.NO_QUESTION),
+                         ("answer", MetricStatus.NO_ANSWER),
+                         ("contexts", MetricStatus.NO_CONTEXT)):
+        if name in inputs and not inputs[name]:
+            return MetricResult.unscored(status, f"the record has no {name}")
+    return None
+
+
+def _suppressed() -> otel_context.Context:
+    ctx = otel_context.set_value(otel_context._SUPPRESS_INSTRUMENTATION_KEY, True)
+    return otel_context.set_value(otel_context._SUPPRESS_HTTP_INSTRUMENTATION_KEY, True, ctx)
+

@@ -1,0 +1,185 @@
+"""Failure paths of OpenAIJudge through the loopback server and the real ``openai``
+client: every fault ends in a metric status with a reason, never in a made-up value."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from ragas_trace.judges.openai_judge import OpenAIJudge
+from ragas_trace.judges.prompts import Task
+from ragas_trace.results import Metric, MetricStatus, Scores
+from ragas_trace.testing.openai_server import EMBEDDINGS_PATH, FakeOpenAIServer, Fault
+
+QUESTION = "When was the Eiffel Tower built?"
+CONTEXT = "The Eiffel Tower is in Paris. The Eiffel Tower was built from 1887 to 1889."
+ANSWER = "The Eiffel Tower was built from 1887 to 1889."
+
+
+@pytest.fixture
+def server() -> Iterator[FakeOpenAIServer]:
+    with FakeOpenAIServer() as s:
+        yield s
+
+
+async def _evaluate(server: FakeOpenAIServer, **kw: object) -> Scores:
+    options: dict[str, object] = {"max_retries": 2, "timeout_s": 5.0}
+    options.update(kw)
+    judge = OpenAIJudge(model="m", base_url=server.base_url, api_key="test",
+                        **options)  # type: ignore[arg-type]
+    try:
+        return await judge.evaluate(QUESTION, [CONTEXT], ANSWER)
+    finally:
+        await judge.aclose()
+
+
+def _failed(s: Scores, metric: Metric, status: MetricStatus = MetricStatus.FAILED) -> str:
+    result = s.result(metric)
+    assert result.status is status, result
+    assert result.value is None
+    assert result.reason
+    return result.reason
+
+
+def _all_scored_except(s: Scores, *failed: Metric) -> None:
+    for metric in Metric:
+        if metric not in failed:
+            assert s.result(metric).status is MetricStatus.SCORED, (metric, s.result(metric))
+
+
+async def test_transient_500_is_retried(server: FakeOpenAIServer) -> None:
+    server.inject(Fault.SERVER_ERROR, times=2, task=Task.VERDICTS)
+    s = await _evaluate(server, max_retries=2)
+    _all_scored_except(s)
+    assert s.faithfulness == 1.0
+    assert server.stats().by_task[Task.VERDICTS] == 3
+    assert s.usage.chat_calls == 4  # logical calls; retries are not extra calls
+
+
+async def test_persistent_500_fails_with_reason(server: FakeOpenAIServer) -> None:
+    server.inject(Fault.SERVER_ERROR, times=None, task=Task.STATEMENTS)
+    s = await _evaluate(server, max_retries=1)
+    reason = _failed(s, Metric.FAITHFULNESS)
+    assert "statement extraction" in reason and "HTTP 500" in reason and "2 attempts" in reason
+    _all_scored_except(s, Metric.FAITHFULNESS)
+
+
+async def test_429_with_retry_after_is_honoured(server: FakeOpenAIServer) -> None:
+    server.inject(Fault.RATE_LIMIT, times=1, task=Task.QUESTIONS, retry_after_s=0.05)
+    s = await _evaluate(server)
+    _all_scored_except(s)
+    assert server.stats().by_task[Task.QUESTIONS] == 2
+
+
+async def test_429_asking_longer_than_the_budget_gives_up_at_once(
+        server: FakeOpenAIServer) -> None:
+    server.inject(Fault.RATE_LIMIT, times=None, task=Task.CONTEXT, retry_after_s=3600)
+    s = await _evaluate(server, total_timeout_s=30)
+    reason = _failed(s, Metric.CONTEXT_RELEVANCE)
+    assert "HTTP 429" in reason and "no time left" in reason
+    assert server.stats().by_task[Task.CONTEXT] == 1
+    _all_scored_except(s, Metric.CONTEXT_RELEVANCE)
+
+
+async def test_hang_is_a_timeout(server: FakeOpenAIServer) -> None:
+    server.inject(Fault.HANG, task=Task.VERDICTS)
+    s = await _evaluate(server, timeout_s=0.3, max_retries=0)
+    reason = _failed(s, Metric.FAITHFULNESS, MetricStatus.TIMEOUT)
+    assert "statement verification" in reason
+    _all_scored_except(s, Metric.FAITHFULNESS)
+
+
+async def test_total_budget_bounds_retries_of_hangs(server: FakeOpenAIServer) -> None:
+    server.inject(Fault.HANG, times=None, path=EMBEDDINGS_PATH)
+    s = await _evaluate(server, timeout_s=0.2, max_retries=20, total_timeout_s=1.0)
+    _failed(s, Metric.ANSWER_RELEVANCE, MetricStatus.TIMEOUT)
+    _all_scored_except(s, Metric.ANSWER_RELEVANCE)
+    assert server.stats().embedding_requests < 10
+
+
+async def test_invalid_json_fails_the_metric(server: FakeOpenAIServer) -> None:
+    server.inject(Fault.INVALID_JSON, task=Task.STATEMENTS)
+    s = await _evaluate(server)
+    reason = _failed(s, Metric.FAITHFULNESS)
+    assert "statement extraction" in reason and "not a JSON object" in reason
+    assert s.statements == ()
+    _all_scored_except(s, Metric.FAITHFULNESS)
+
+
+async def test_invalid_json_verdicts_are_never_counted_as_supported(
+        server: FakeOpenAIServer) -> None:
+    server.inject(Fault.INVALID_JSON, task=Task.VERDICTS)
+    s = await _evaluate(server)
+    _failed(s, Metric.FAITHFULNESS)
+
+
+async def test_truncated_reply_fails_the_metric(server: FakeOpenAIServer) -> None:
+    server.inject(Fault.TRUNCATED, task=Task.CONTEXT)
+    s = await _evaluate(server)
+    assert "truncated" in _failed(s, Metric.CONTEXT_RELEVANCE)
+    assert s.kept_sentences == ()
+    _all_scored_except(s, Metric.CONTEXT_RELEVANCE)
+
+
+async def test_dropped_connection_is_retried(server: FakeOpenAIServer) -> None:
+    server.inject(Fault.DISCONNECT, task=Task.QUESTIONS)
+    s = await _evaluate(server)
+    _all_scored_except(s)
+
+
+async def test_connection_refused_fails_every_metric() -> None:
+    server = FakeOpenAIServer().start()
+    server.stop()
+    s = await _evaluate(server, max_retries=1)
+    for metric in Metric:
+        assert "cannot reach the judge" in _failed(s, metric)
+    assert s.usage.prompt_tokens == 0
+
+
+async def test_schema_refused_falls_back_to_json_object(server: FakeOpenAIServer) -> None:
+    server.inject(Fault.SCHEMA_UNSUPPORTED, times=None)
+    judge = OpenAIJudge(model="m", base_url=server.base_url, api_key="test")
+    s = await judge.evaluate(QUESTION, [CONTEXT], ANSWER)
+    await judge.aclose()
+    _all_scored_except(s)
+    assert judge.response_format == "json_object"
+    last = server.recorded()[-1].body
+    assert last.get("response_format") in ({"type": "json_object"}, None)
+
+
+async def test_missing_verdicts_fail_instead_of_guessing(server: FakeOpenAIServer) -> None:
+    server.set_reply(Task.STATEMENTS, lambda r: {"statements": ["A.", "B."]})
+    server.set_reply(Task.VERDICTS, lambda r: {"verdicts": [
+        {"id": 1, "reason": "ok", "supported": True}]})
+    s = await _evaluate(server)
+    assert "1 verdicts for 2 statements" in _failed(s, Metric.FAITHFULNESS)
+
+
+async def test_unreadable_verdict_value_fails(server: FakeOpenAIServer) -> None:
+    server.set_reply(Task.VERDICTS, lambda r: {"verdicts": [
+        {"id": 1, "reason": "hmm", "supported": "maybe"}]})
+    s = await _evaluate(server)
+    assert "yes/no" in _failed(s, Metric.FAITHFULNESS)
+
+
+async def test_prose_around_json_and_yes_no_verdicts_are_accepted(
+        server: FakeOpenAIServer) -> None:
+    server.set_reply(Task.VERDICTS, lambda r: 'Here you go:\n```json\n{"verdicts": '
+                     '[{"id": 1, "reason": "stated", "verdict": "Yes"}]}\n```')
+    s = await _evaluate(server)
+    assert s.faithfulness == 1.0
+
+
+async def test_invented_context_sentences_fail(server: FakeOpenAIServer) -> None:
+    server.set_reply(Task.CONTEXT, lambda r: {"sentences": ["The tower is made of cheese."],
+                                              "insufficient_information": False})
+    s = await _evaluate(server)
+    assert "occurs in the context" in _failed(s, Metric.CONTEXT_RELEVANCE)
+
+
+async def test_embedding_errors_fail_answer_relevance(server: FakeOpenAIServer) -> None:
+    server.inject(Fault.SERVER_ERROR, times=None, path=EMBEDDINGS_PATH)
+    s = await _evaluate(server, max_retries=0)
+    assert "embedding" in _failed(s, Metric.ANSWER_RELEVANCE)
+    _all_scored_except(s, Metric.ANSWER_RELEVANCE)
