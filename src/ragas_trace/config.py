@@ -94,6 +94,14 @@ def _choice(*choices: str) -> Callable[[object], str]:
     return parse
 
 
+def _judge(value: object) -> str:
+    text = _text(value).lower()
+    name, _, model = text.partition(":")
+    if name not in ("local", "openai") or (name == "local" and model):
+        raise ValueError(f"expected local, openai or openai:MODEL, got {value!r}")
+    return text
+
+
 def _port(value: object) -> int:
     number = _integer(value)
     if not 0 <= number <= 65535:
@@ -117,8 +125,8 @@ SETTINGS: tuple[Setting, ...] = (
             _choice("auto", "otlp", "console", "none"),
             "where spans go when no `SpanExporter` is passed: `auto` = OTLP if "
             "`OTEL_EXPORTER_OTLP_ENDPOINT` (or `..._TRACES_ENDPOINT`) is set, else none"),
-    Setting("judge", "RAGAS_TRACE_JUDGE", "local", _choice("local", "openai"),
-            "`local` (offline) or `openai` (any OpenAI-compatible endpoint); "
+    Setting("judge", "RAGAS_TRACE_JUDGE", "local", _judge,
+            "`local` (offline), `openai` or `openai:MODEL` (any OpenAI-compatible endpoint); "
             "the keyword also takes a judge object"),
     Setting("judge_model", "RAGAS_TRACE_JUDGE_MODEL", None, _optional(_text),
             "chat model of the `openai` judge (its own default when unset)"),

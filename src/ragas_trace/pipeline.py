@@ -3,10 +3,7 @@
 
 from __future__ import annotations
 
-import importlib
-from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
 
 from opentelemetry.metrics import MeterProvider, NoOpMeterProvider
 from opentelemetry.sdk.trace import SpanProcessor
@@ -17,6 +14,7 @@ from ragas_trace.config import Settings
 from ragas_trace.exporters.content_policy import ContentPolicy, Redactor
 from ragas_trace.exporters.metrics import ScorerMetrics
 from ragas_trace.exporters.processor import ScoringSpanProcessor
+from ragas_trace.judges import resolve_judge
 from ragas_trace.judges.base import Judge
 from ragas_trace.scorer.background import BackgroundScorer
 from ragas_trace.scorer.breaker import CircuitBreaker
@@ -45,12 +43,10 @@ def make_judge(settings: Settings, judge: Judge | str | None = None) -> Judge:
         return judge
     spec = (judge or settings.judge).strip().lower()
     if spec == "openai" and (settings.judge_model or settings.embedding_model):
-        module = importlib.import_module("ragas_trace.judges.openai_judge")
-        made: Judge = module.OpenAIJudge(model=settings.judge_model,
-                                         embedding_model=settings.embedding_model)
-        return made
-    resolve: Callable[[Any], Judge] = importlib.import_module("ragas_trace.judges").resolve_judge
-    return resolve(spec)
+        from ragas_trace.judges.openai_judge import OpenAIJudge
+
+        return OpenAIJudge(model=settings.judge_model, embedding_model=settings.embedding_model)
+    return resolve_judge(spec)
 
 
 def content_policy(settings: Settings, redact: Redactor | None = None) -> ContentPolicy:

@@ -1,0 +1,180 @@
+"""``ragas_trace.setup()``: the front door for scoring in production.
+
+It joins what the app already has. If an SDK ``TracerProvider`` is set globally
+(by ``opentelemetry-instrument``, say) or passed in, the scoring processor is
+added to it; that provider's own processors keep exporting every span, so unless
+an exporter is named explicitly, ragas-trace forwards nothing and the scores
+travel on evaluation spans (linked to the evaluated span) and metrics. Otherwise
+it creates a provider, sets it as the global one, and exports through
+``exporter`` (default: OTLP when ``OTEL_EXPORTER_OTLP_ENDPOINT`` is set, else
+nothing but metrics). Likewise for metrics: ``metrics_port`` serves a Prometheus
+endpoint; else an existing global SDK ``MeterProvider`` is used; else OTLP
+metrics when an endpoint is configured."""
+
+from __future__ import annotations
+
+import atexit
+import logging
+import time
+from typing import Any
+
+from opentelemetry import trace as trace_api
+from opentelemetry.metrics import MeterProvider, NoOpMeterProvider
+from opentelemetry.sdk.metrics import MeterProvider as SdkMeterProvider
+from opentelemetry.sdk.resources import SERVICE_NAME, Resource
+from opentelemetry.sdk.trace import SpanProcessor, TracerProvider
+from opentelemetry.sdk.trace.export import SpanExporter
+
+from ragas_trace import providers
+from ragas_trace.config import Settings
+from ragas_trace.exporters.content_policy import Redactor
+from ragas_trace.judges.base import Judge
+from ragas_trace.pipeline import ScoringPipeline, build_pipeline
+from ragas_trace.scorer.sampler import AlwaysRule
+
+logger = logging.getLogger("ragas_trace")
+
+
+class RagasTrace:
+    """What ``setup()`` built; ``shutdown()`` is also registered at exit."""
+
+    def __init__(self, pipeline: ScoringPipeline, tracer_provider: TracerProvider,
+                 meter_provider: MeterProvider, *, owns_tracer_provider: bool,
+                 owns_meter_provider: bool,
+                 prometheus: providers.PrometheusEndpoint | None) -> None:
+        self.pipeline = pipeline
+        self.tracer_provider = tracer_provider
+        self.meter_provider = meter_provider
+        self._owns_tracer_provider = owns_tracer_provider
+        self._owns_meter_provider = owns_meter_provider
+        self._prometheus = prometheus
+        self._shut_down = False
+
+    @property
+    def processor(self) -> Any:
+        return self.pipeline.processor
+
+    @property
+    def settings(self) -> Settings:
+        return self.pipeline.settings
+
+    @property
+    def metrics_port(self) -> int | None:
+        """The Prometheus endpoint's port (useful with ``metrics_port=0``)."""
+        return self._prometheus.port if self._prometheus is not None else None
+
+    def langchain_handler(self, **kwargs: Any) -> Any:
+        """A ``RagasCallbackHandler`` bound to this provider (needs the langchain extra)."""
+        from ragas_trace.collectors.langchain import RagasCallbackHandler
+
+        kwargs.setdefault("tracer_provider", self.tracer_provider)
+        return RagasCallbackHandler(**kwargs)
+
+    def force_flush(self, timeout_s: float = 30.0) -> bool:
+        """Wait until every held span is scored and exported; ``False`` on timeout."""
+        deadline = time.monotonic() + timeout_s
+        ok = self.pipeline.processor.force_flush(int(timeout_s * 1000))
+        if isinstance(self.meter_provider, SdkMeterProvider):
+            remaining = max(0.0, deadline - time.monotonic())
+            ok = bool(self.meter_provider.force_flush(int(remaining * 1000))) and ok
+        return ok
+
+    def shutdown(self, timeout_s: float = 30.0) -> bool:
+        """Score or release every held span, flush, stop; one deadline. Safe twice."""
+        if self._shut_down:
+            return True
+        self._shut_down = True
+        atexit.unregister(self.shutdown)
+        deadline = time.monotonic() + timeout_s
+        ok = self.pipeline.processor.shutdown(timeout_s)
+        if self._owns_tracer_provider:
+            self.tracer_provider.shutdown()
+        remaining_ms = max(0.0, deadline - time.monotonic()) * 1000
+        if self._prometheus is not None:
+            self._prometheus.close(remaining_ms)
+        elif self._owns_meter_provider and isinstance(self.meter_provider, SdkMeterProvider):
+            self.meter_provider.shutdown(timeout_millis=remaining_ms)
+        return ok
+
+
+def setup(
+    service_name: str | None = None,
+    exporter: SpanExporter | SpanProcessor | str | None = None,
+    judge: Judge | str | None = None,
+    sample_rate: float | None = None,
+    hold_timeout_s: float | None = None,
+    metrics_port: int | None = None,
+    *,
+    tracer_provider: TracerProvider | None = None,
+    meter_provider: MeterProvider | None = None,
+    redact: Redactor | None = None,
+    always_score: AlwaysRule | None = None,
+    **settings: Any,
+) -> RagasTrace:
+    """Start scoring RAG traces. Every keyword has an environment twin (see
+    ``ragas_trace.config.SETTINGS`` or the README); a keyword wins over it.
+
+    ``exporter``: a ``SpanExporter`` / ``SpanProcessor``, or ``auto`` | ``otlp`` |
+    ``console`` | ``none``. ``judge``: ``local`` | ``openai`` | a judge object.
+    ``redact``: a ``str -> str`` function applied to exported content.
+    ``always_score``: a predicate on the finished RAG span that forces scoring.
+    Raises ``ValueError`` naming a bad argument.
+    """
+    exporter_object = exporter if isinstance(exporter, SpanExporter | SpanProcessor) else None
+    if exporter is not None and exporter_object is None and not isinstance(exporter, str):
+        raise ValueError(f"ragas-trace setting 'exporter': expected a SpanExporter, "
+                         f"a SpanProcessor or a name, got {exporter!r}")
+    if tracer_provider is not None and not isinstance(tracer_provider, TracerProvider):
+        raise ValueError("ragas-trace setting 'tracer_provider': expected an SDK TracerProvider")
+    resolved = Settings.load(
+        service_name=service_name,
+        exporter=exporter if isinstance(exporter, str) else None,
+        judge=judge if isinstance(judge, str) else None,
+        sample_rate=sample_rate, hold_timeout_s=hold_timeout_s, metrics_port=metrics_port,
+        **settings)
+    judge_object = None if isinstance(judge, str) else judge
+
+    joined = tracer_provider or providers.existing_tracer_provider()
+    provider = joined or TracerProvider(resource=_resource(resolved.service_name))
+    service = resolved.service_name or str(
+        provider.resource.attributes.get(SERVICE_NAME, "unknown_service"))
+
+    downstream: SpanExporter | SpanProcessor | None = exporter_object
+    if downstream is None:
+        choice = resolved.exporter
+        if choice == "auto":
+            choice = "none" if joined else ("otlp" if providers.otlp_configured("traces")
+                                            else "none")
+        downstream = providers.span_exporter(choice)
+    if downstream is None and joined is None:
+        logger.info("ragas-trace: no span exporter configured (set "
+                    "OTEL_EXPORTER_OTLP_ENDPOINT or pass exporter=); scores go to metrics")
+
+    prometheus = None
+    owns_meter_provider = False
+    if meter_provider is None and resolved.metrics_port is not None:
+        prometheus = providers.PrometheusEndpoint(resolved.metrics_port, resolved.metrics_host,
+                                                  provider.resource)
+        meter_provider = prometheus.meter_provider
+    elif meter_provider is None:
+        meter_provider = providers.existing_meter_provider()
+        if meter_provider is None and providers.otlp_configured("metrics"):
+            meter_provider = providers.otlp_meter_provider(provider.resource)
+            owns_meter_provider = True
+    meter_provider = meter_provider or NoOpMeterProvider()
+
+    pipeline = build_pipeline(
+        resolved, downstream, judge=judge_object, meter_provider=meter_provider,
+        redact=redact, always=always_score, service=service,
+        evaluation_tracer=provider.get_tracer("ragas_trace") if downstream is None else None)
+    provider.add_span_processor(pipeline.processor)
+    if joined is None:
+        trace_api.set_tracer_provider(provider)
+    rt = RagasTrace(pipeline, provider, meter_provider, owns_tracer_provider=joined is None,
+                    owns_meter_provider=owns_meter_provider, prometheus=prometheus)
+    atexit.register(rt.shutdown)
+    return rt
+
+
+def _resource(service_name: str | None) -> Resource:
+    return Resource.create({SERVICE_NAME: service_name} if service_name else {})
