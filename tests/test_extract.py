@@ -72,6 +72,32 @@ def test_openllmetry_trace() -> None:
     assert record.context_texts == ["The Moon causes tides."]
 
 
+def test_openllmetry_llamaindex_query_engine_trace() -> None:
+    """OpenLLMetry's LlamaIndex spans: bound arguments in, NodeWithScore JSON strings out."""
+    tracing = InMemoryTracing()
+    tracer = tracing.tracer
+    with tracer.start_as_current_span("RetrieverQueryEngine.workflow") as root:
+        root.set_attribute(sc.TRACELOOP_SPAN_KIND, "workflow")
+        root.set_attribute(sc.TRACELOOP_ENTITY_NAME, "RetrieverQueryEngine.workflow")
+        root.set_attribute(sc.TRACELOOP_ENTITY_INPUT, json.dumps(
+            {"str_or_query_bundle": {"query_str": "What causes tides?", "embedding": None}}))
+        with tracer.start_as_current_span("VectorIndexRetriever.task") as ret:
+            ret.set_attribute(sc.TRACELOOP_SPAN_KIND, "task")
+            ret.set_attribute(sc.TRACELOOP_ENTITY_NAME, "VectorIndexRetriever.task")
+            ret.set_attribute(sc.TRACELOOP_ENTITY_OUTPUT, json.dumps([json.dumps(
+                {"node": {"id_": "n1", "text": "The Moon causes tides.", "metadata": {"p": 1}},
+                 "score": 0.75, "class_name": "NodeWithScore"})]))
+        root.set_attribute(sc.TRACELOOP_ENTITY_OUTPUT,
+                           json.dumps({"response": "The Moon.", "metadata": None}))
+    record = extract_record(tracing.spans())
+    assert record is not None
+    assert record.question == "What causes tides?"
+    assert record.answer == "The Moon."
+    assert record.context_texts == ["The Moon causes tides."]
+    assert (record.contexts[0].id, record.contexts[0].score) == ("n1", 0.75)
+    assert record.contexts[0].metadata == {"p": 1}
+
+
 def test_no_question_no_record() -> None:
     tracing = InMemoryTracing()
     with tracing.tracer.start_as_current_span("x") as span:

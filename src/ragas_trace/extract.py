@@ -16,7 +16,10 @@ from opentelemetry.sdk.trace import ReadableSpan
 from ragas_trace import semconv as sc
 from ragas_trace.record import Context, RagRecord
 
-_QUESTION_KEYS = ("question", "input", "query", "query_str", "message", "prompt")
+# ``str_or_query_bundle``: OpenLLMetry's LlamaIndex spans record a query engine's
+# bound arguments, a string or a QueryBundle (whose ``query_str`` is then found).
+_QUESTION_KEYS = ("question", "input", "query", "query_str", "str_or_query_bundle", "message",
+                  "prompt")
 _ANSWER_KEYS = ("answer", "output", "result", "response", "text", "content")
 _ROOT_KINDS = frozenset({sc.KIND_CHAIN, "AGENT"})
 
@@ -248,7 +251,12 @@ def _openllmetry_documents(value: Any) -> list[Context]:
         return []
     docs = []
     for item in decoded:
-        if isinstance(item, Mapping):
+        if isinstance(item, str) and item.lstrip().startswith("{"):
+            # OpenLLMetry's LlamaIndex encoder writes each NodeWithScore as a JSON string.
+            item = _json_object(item) or item
+        if isinstance(item, Mapping) and isinstance(item.get("node"), Mapping):
+            docs.extend(_node_with_score(item))
+        elif isinstance(item, Mapping):
             body = item.get("kwargs", item)
             content = body.get("page_content", body.get("text", body.get("content")))
             if isinstance(content, str):
@@ -259,3 +267,17 @@ def _openllmetry_documents(value: Any) -> list[Context]:
         elif isinstance(item, str):
             docs.append(Context(item))
     return docs
+
+
+def _node_with_score(item: Mapping[str, Any]) -> list[Context]:
+    """A LlamaIndex ``NodeWithScore`` as dumped to JSON: ``{"node": {...}, "score": x}``."""
+    node = item["node"]
+    text = node.get("text")
+    if not isinstance(text, str):
+        return []
+    score = item.get("score")
+    meta = node.get("metadata")
+    node_id = node.get("id_")
+    return [Context(text, id=str(node_id) if node_id else None,
+                    score=float(score) if isinstance(score, int | float) else None,
+                    metadata=meta if isinstance(meta, Mapping) else None)]

@@ -1,0 +1,91 @@
+"""The downstream exporter: the official OTLP gRPC or HTTP span exporter.
+
+For gRPC, ``encode_batch`` replaces the SDK's per-span re-encoding for spans that
+leave unchanged: their protobuf is reused as it arrived (one C-level copy) and only
+spans the gateway made or changed (scored roots, evaluation spans) go through the
+SDK encoder. Transport, retry and TLS stay the official exporter's."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Literal
+
+from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+from opentelemetry.proto.trace.v1.trace_pb2 import ResourceSpans, ScopeSpans
+from opentelemetry.proto.trace.v1.trace_pb2 import Span as PbSpan
+from opentelemetry.sdk.trace import ReadableSpan
+from opentelemetry.sdk.trace.export import SpanExporter
+
+from ragas_trace.gateway.convert import ReceivedSpan
+
+Protocol = Literal["grpc", "http"]
+
+
+def encode_batch(spans: Sequence[ReadableSpan]) -> ExportTraceServiceRequest:
+    """``encode_spans`` with received, unchanged spans copied as they arrived."""
+    fresh: list[ReadableSpan] = []
+    groups: dict[tuple[int, int], tuple[ResourceSpans, ScopeSpans, list[PbSpan]]] = {}
+    for span in spans:
+        pb = span.unchanged_pb() if isinstance(span, ReceivedSpan) else None
+        if pb is None or not isinstance(span, ReceivedSpan):
+            fresh.append(span)
+            continue
+        rs, ss = span.origin
+        key = (id(rs), id(ss))
+        group = groups.get(key)
+        if group is None:
+            groups[key] = group = (rs, ss, [])
+        group[2].append(pb)
+    request = encode_spans(fresh) if fresh else ExportTraceServiceRequest()
+    for rs, ss, pbs in groups.values():
+        out_rs = request.resource_spans.add()
+        out_rs.resource.CopyFrom(rs.resource)
+        out_rs.schema_url = rs.schema_url
+        out_ss = out_rs.scope_spans.add()
+        out_ss.scope.CopyFrom(ss.scope)
+        out_ss.schema_url = ss.schema_url
+        out_ss.spans.extend(pbs)
+    return request
+
+
+def make_exporter(protocol: Protocol, endpoint: str, *, headers: dict[str, str] | None = None,
+                  timeout_s: float = 10.0, gzip: bool = False,
+                  ca_file: str | None = None) -> SpanExporter:
+    """An OTLP span exporter to ``endpoint``: ``host:port`` or ``http(s)://host:port``
+    for gRPC; the base URL (``/v1/traces`` appended unless present) for HTTP."""
+    if protocol == "grpc":
+        return _grpc_exporter(endpoint, headers, timeout_s, gzip, ca_file)
+    if protocol == "http":
+        from opentelemetry.exporter.otlp.proto.http import Compression as HttpCompression
+        from opentelemetry.exporter.otlp.proto.http.trace_exporter import (
+            OTLPSpanExporter as HttpExporter,
+        )
+        url = endpoint if endpoint.rstrip("/").endswith("/v1/traces") \
+            else endpoint.rstrip("/") + "/v1/traces"
+        return HttpExporter(endpoint=url, headers=headers, timeout=timeout_s,
+                            certificate_file=ca_file,
+                            compression=HttpCompression.Gzip if gzip
+                            else HttpCompression.NoCompression)
+    raise ValueError(f"forward protocol must be 'grpc' or 'http', got {protocol!r}")
+
+
+def _grpc_exporter(endpoint: str, headers: dict[str, str] | None, timeout_s: float,
+                   gzip: bool, ca_file: str | None) -> SpanExporter:
+    import grpc
+    from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import OTLPSpanExporter
+
+    class FastGrpcExporter(OTLPSpanExporter):  # type: ignore[misc]
+        def _translate_data(self, data: Sequence[ReadableSpan]) -> ExportTraceServiceRequest:
+            return encode_batch(data)
+
+    credentials = None
+    if ca_file:
+        with open(ca_file, "rb") as f:
+            credentials = grpc.ssl_channel_credentials(f.read())
+    insecure = not endpoint.startswith("https://") and credentials is None
+    exporter: SpanExporter = FastGrpcExporter(
+        endpoint=endpoint, insecure=insecure, credentials=credentials,
+        headers=headers, timeout=timeout_s,
+        compression=grpc.Compression.Gzip if gzip else grpc.Compression.NoCompression)
+    return exporter

@@ -1,0 +1,204 @@
+"""OTLP/HTTP trace receiver (``POST /v1/traces``, protobuf or JSON, gzip or not) and
+the health endpoint (``GET /health``, no auth: it shows counters only).
+
+Standard library server, HTTP/1.1 keep-alive, one thread per connection with a cap
+on connections. Every refusal is an OTLP error answer (a ``google.rpc.Status`` in
+the request's encoding) with the status code the spec asks for."""
+
+from __future__ import annotations
+
+import json
+import logging
+import ssl
+import threading
+from collections.abc import Callable
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
+    ExportTraceServiceRequest,
+    ExportTraceServiceResponse,
+)
+
+from ragas_trace._internal_errors import record_internal_error
+from ragas_trace.gateway.decode import (
+    BadRequest,
+    Encoding,
+    decompress,
+    encode,
+    encoding_of,
+    parse_request,
+    status_body,
+)
+from ragas_trace.gateway.ingest import Busy
+from ragas_trace.gateway.security import Security
+from ragas_trace.gateway.stats import GatewayStats
+
+logger = logging.getLogger(__name__)
+
+Handle = Callable[[ExportTraceServiceRequest], ExportTraceServiceResponse]
+
+# google.rpc.Code values for the Status body of each HTTP error.
+_RPC_CODE = {400: 3, 401: 16, 404: 5, 411: 3, 413: 8, 415: 3, 500: 13, 503: 14}
+_BUSY_LIMIT_BODY = b"HTTP/1.1 503 Service Unavailable\r\nRetry-After: 1\r\n" \
+                   b"Content-Length: 0\r\nConnection: close\r\n\r\n"
+
+
+class OtlpHttpServer(ThreadingHTTPServer):
+    daemon_threads = True
+    block_on_close = False
+
+    def __init__(self, address: tuple[str, int], handle: Handle, *, stats: GatewayStats,
+                 security: Security, max_request_bytes: int, max_connections: int = 64,
+                 read_timeout_s: float = 30.0, health: Callable[[], dict[str, Any]]) -> None:
+        self.handle = handle
+        self.stats = stats
+        self.security = security
+        self.max_request_bytes = max_request_bytes
+        self.read_timeout_s = read_timeout_s
+        self.health = health
+        self._slots = threading.BoundedSemaphore(max_connections)
+        super().__init__(address, _Handler)
+        context = security.ssl_context()
+        if context is not None:
+            # Handshake in the connection's thread, not the accept loop.
+            self.socket = context.wrap_socket(self.socket, server_side=True,
+                                              do_handshake_on_connect=False)
+
+    @property
+    def endpoint(self) -> str:
+        host, port = self.server_address[:2]
+        return f"{'https' if self.security.tls else 'http'}://{host!s}:{port}"
+
+    def process_request(self, request: Any, client_address: Any) -> None:
+        if not self._slots.acquire(blocking=False):
+            self.stats.refused("too_many_connections")
+            try:
+                request.sendall(_BUSY_LIMIT_BODY)
+            except OSError:
+                pass
+            self.shutdown_request(request)
+            return
+        super().process_request(request, client_address)
+
+    def process_request_thread(self, request: Any, client_address: Any) -> None:
+        try:
+            super().process_request_thread(request, client_address)
+        finally:
+            self._slots.release()
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        # Failed TLS handshakes, resets, timeouts: the client's problem, not ours.
+        logger.debug("connection from %s failed", client_address, exc_info=True)
+
+    def start(self) -> threading.Thread:
+        thread = threading.Thread(target=self.serve_forever, name="ragas-gateway-http",
+                                  daemon=True)
+        thread.start()
+        return thread
+
+    def stop(self) -> None:
+        self.shutdown()
+        self.server_close()
+
+
+class _Handler(BaseHTTPRequestHandler):
+    server: OtlpHttpServer
+    protocol_version = "HTTP/1.1"
+    server_version = "ragas-trace-gateway"
+    sys_version = ""
+
+    def setup(self) -> None:
+        self.request.settimeout(self.server.read_timeout_s)
+        if isinstance(self.request, ssl.SSLSocket):
+            self.request.do_handshake()
+        super().setup()
+
+    def do_GET(self) -> None:
+        if self.path.split("?", 1)[0] in ("/health", "/healthz"):
+            body = json.dumps(self.server.health()).encode()
+            self._send(200, body, "application/json")
+        else:
+            self._error(404, "not found: the health endpoint is GET /health", "json")
+
+    def do_POST(self) -> None:
+        encoding: Encoding = "protobuf"
+        try:
+            if self.path.split("?", 1)[0] != "/v1/traces":
+                raise BadRequest(404, f"not found: {self.path[:100]!r}; traces go to "
+                                      "POST /v1/traces")
+            if not self.server.security.authorized(self.headers.get("Authorization")):
+                raise BadRequest(401, "missing or wrong bearer token")
+            encoding = encoding_of(self.headers.get("Content-Type"))
+            body = self._read_body()
+            body = decompress(body, self.headers.get("Content-Encoding"),
+                              self.server.max_request_bytes)
+            response = self.server.handle(parse_request(body, encoding))
+        except BadRequest as exc:
+            self.server.stats.refused(f"http_{exc.status}")
+            self._error(exc.status, exc.message, encoding)
+            return
+        except Busy as exc:
+            self._error(503, str(exc), encoding, retry_after=exc.retry_after_s)
+            return
+        except Exception as exc:
+            self.server.stats.refused("internal_error")
+            self._error(500, "internal error", encoding)
+            record_internal_error("gateway.http_receiver", exc)
+            return
+        self._send(200, encode(response, encoding), _media(encoding))
+
+    def _read_body(self) -> bytes:
+        if self.headers.get("Transfer-Encoding", "").lower() == "chunked":
+            self.close_connection = True
+            raise BadRequest(411, "chunked bodies are not accepted: send Content-Length")
+        raw = self.headers.get("Content-Length")
+        if raw is None or not raw.strip().isdigit():
+            self.close_connection = True
+            raise BadRequest(411, "Content-Length required")
+        length = int(raw)
+        if length > self.server.max_request_bytes:
+            # The body stays unread, so this connection cannot be reused.
+            self.close_connection = True
+            raise BadRequest(413, f"request of {length} bytes exceeds the limit of "
+                                  f"{self.server.max_request_bytes}")
+        try:
+            body = self.rfile.read(length)
+        except TimeoutError:
+            self.close_connection = True
+            raise BadRequest(400, "timed out reading the request body") from None
+        if len(body) != length:
+            self.close_connection = True
+            raise BadRequest(400, "request body shorter than Content-Length")
+        return body
+
+    def _error(self, status: int, message: str, encoding: Encoding,
+               retry_after: int | None = None) -> None:
+        if status >= 500:
+            logger.warning("OTLP/HTTP request refused: %d %s", status, message)
+        else:
+            logger.info("OTLP/HTTP request refused: %d %s", status, message)
+        body = status_body(_RPC_CODE.get(status, 2), message, encoding)
+        headers = {"Retry-After": str(retry_after)} if retry_after is not None else {}
+        if status == 401:
+            headers["WWW-Authenticate"] = "Bearer"
+        self._send(status, body, _media(encoding), headers)
+
+    def _send(self, status: int, body: bytes, content_type: str,
+              headers: dict[str, str] | None = None) -> None:
+        self.send_response(status)
+        self.send_header("Content-Type", content_type)
+        self.send_header("Content-Length", str(len(body)))
+        for key, value in (headers or {}).items():
+            self.send_header(key, value)
+        if self.close_connection:
+            self.send_header("Connection", "close")
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, format: str, *args: Any) -> None:
+        logger.debug("http %s " + format, self.client_address[0], *args)
+
+
+def _media(encoding: Encoding) -> str:
+    return "application/json" if encoding == "json" else "application/x-protobuf"

@@ -1,0 +1,75 @@
+"""The scoring side of the gateway: the library's own pipeline (``build_pipeline``:
+judge, background scorer, sampler, content policy, metrics, ``ScoringSpanProcessor``)
+fed with reassembled traces, forwarding into the gateway's queue."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from opentelemetry.context import Context
+from opentelemetry.metrics import MeterProvider
+from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor
+
+from ragas_trace.config import Settings
+from ragas_trace.gateway.assembler import Release
+from ragas_trace.gateway.forward import ForwardQueue
+from ragas_trace.gateway.settings import GatewaySettings
+from ragas_trace.judges.base import Judge
+from ragas_trace.pipeline import build_pipeline
+
+logger = logging.getLogger(__name__)
+
+
+class _Borrowed(SpanProcessor):
+    """The forward queue as the processor's downstream. The gateway owns the queue and
+    closes it last, so the processor's shutdown must not close it."""
+
+    def __init__(self, forward: ForwardQueue) -> None:
+        self._forward = forward
+
+    def on_start(self, span: Span, parent_context: Context | None = None) -> None:
+        return
+
+    def on_end(self, span: ReadableSpan) -> None:
+        self._forward.on_end(span)
+
+    def shutdown(self) -> None:
+        return
+
+    def force_flush(self, timeout_millis: int = 30_000) -> bool:
+        return self._forward.force_flush(timeout_millis)
+
+
+class ScoringSink:
+    """``TraceSink`` for the assembler: single spans pass through the processor (its
+    content policy applies to every span), whole RAG traces are ingested at once."""
+
+    def __init__(self, settings: GatewaySettings, forward: ForwardQueue, *,
+                 judge: Judge | None = None, meter_provider: MeterProvider | None = None
+                 ) -> None:
+        library = Settings.load(
+            judge=None if settings.judge == "off" else settings.judge,
+            sample_rate=settings.sample_rate, service_name=settings.service_name)
+        self.pipeline = build_pipeline(library, _Borrowed(forward), judge=judge,
+                                       meter_provider=meter_provider,
+                                       service=settings.service_name)
+        self.processor = self.pipeline.processor
+
+    def pass_through(self, span: ReadableSpan) -> None:
+        self.processor.on_end(span)
+
+    def complete(self, spans: list[ReadableSpan], why: Release) -> None:
+        if why in ("evicted", "shutdown"):
+            logger.info("RAG trace released before it was complete", extra={
+                "reason": why, "spans": len(spans)})
+        self.processor.ingest(spans)
+
+    def health(self) -> dict[str, Any]:
+        return {"judge": self.pipeline.scorer.judge_name,
+                "held_for_scoring": self.processor.held_count,
+                "scorer_queue": self.pipeline.scorer.queued}
+
+    def close(self, timeout_s: float) -> bool:
+        """Finish scoring (within ``timeout_s``); held roots leave unscored after that."""
+        return self.processor.shutdown(timeout_s)

@@ -1,0 +1,166 @@
+"""The gateway assembled: receivers -> ingest -> trace assembler -> (scoring
+processor) -> forward queue -> next OTLP hop, plus the timer that releases ready
+traces and an orderly stop that loses nothing already accepted."""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from typing import Any
+
+from opentelemetry.sdk.trace import ReadableSpan
+from opentelemetry.sdk.trace.export import SpanExporter
+
+from ragas_trace.gateway.assembler import Release, TraceAssembler
+from ragas_trace.gateway.convert import Limits
+from ragas_trace.gateway.downstream import make_exporter
+from ragas_trace.gateway.forward import ForwardQueue
+from ragas_trace.gateway.grpc_receiver import OtlpGrpcServer
+from ragas_trace.gateway.http_receiver import OtlpHttpServer
+from ragas_trace.gateway.ingest import Ingest
+from ragas_trace.gateway.metrics_endpoint import MetricsEndpoint
+from ragas_trace.gateway.scoring import ScoringSink
+from ragas_trace.gateway.security import Security
+from ragas_trace.gateway.settings import GatewaySettings
+from ragas_trace.gateway.stats import GatewayStats
+from ragas_trace.judges.base import Judge
+
+logger = logging.getLogger(__name__)
+
+
+class ForwardOnly:
+    """The sink when scoring is off: every span straight to the forward queue."""
+
+    def __init__(self, forward: ForwardQueue) -> None:
+        self._forward = forward
+
+    def pass_through(self, span: ReadableSpan) -> None:
+        self._forward.on_end(span)
+
+    def complete(self, spans: list[ReadableSpan], why: Release) -> None:
+        for span in spans:
+            self._forward.on_end(span)
+
+    def close(self, timeout_s: float) -> bool:
+        return True
+
+
+class Gateway:
+    """``start()`` binds and serves; ``stop(timeout_s)`` drains within the deadline.
+
+    ``exporter`` replaces the OTLP exporter built from the settings and ``judge`` the
+    one named there (tests and benchmarks pass their own).
+    """
+
+    def __init__(self, settings: GatewaySettings, *, exporter: SpanExporter | None = None,
+                 judge: Judge | None = None) -> None:
+        self.settings = settings
+        self.stats = GatewayStats()
+        if exporter is None:
+            if not settings.forward_endpoint:
+                raise ValueError("forward_endpoint is required (--forward-endpoint)")
+            exporter = make_exporter(
+                settings.forward_protocol,  # type: ignore[arg-type]
+                settings.forward_endpoint, headers=settings.forward_headers,
+                timeout_s=settings.forward_timeout_s, gzip=settings.forward_gzip,
+                ca_file=settings.forward_ca_file)
+        self.forward = ForwardQueue(exporter, self.stats, max_spans=settings.queue_spans,
+                                    retry_for_s=settings.retry_for_s)
+        self.metrics: MetricsEndpoint | None = None
+        if settings.metrics_port is not None:
+            self.metrics = MetricsEndpoint(settings.metrics_host, settings.metrics_port,
+                                           settings.service_name)
+        self.sink: ForwardOnly | ScoringSink
+        if settings.judge == "off" and judge is None:
+            self.sink = ForwardOnly(self.forward)
+        else:
+            self.sink = ScoringSink(settings, self.forward, judge=judge,
+                                    meter_provider=self.metrics.provider if self.metrics
+                                    else None)
+        self.assembler = TraceAssembler(self.sink, quiet_s=settings.quiet_s,
+                                        max_wait_s=settings.max_wait_s,
+                                        max_spans=settings.max_trace_spans)
+        self.stats.add_gauge("forward_queue_spans", self.forward.pending)
+        self.stats.add_gauge("held_traces", self.assembler.held_traces)
+        self.stats.add_gauge("held_spans", self.assembler.held_spans)
+        if self.metrics is not None:
+            self.stats.register_metrics(self.metrics.provider.get_meter("ragas_trace.gateway"))
+        security = Security(settings.token(), settings.tls_cert, settings.tls_key)
+        limits = Limits(max_attributes=settings.max_attributes, max_events=settings.max_events,
+                        max_links=settings.max_links)
+        ingest = Ingest(self.assembler, self.forward, self.stats, limits)
+        self.grpc: OtlpGrpcServer | None = None
+        self.http: OtlpHttpServer | None = None
+        if settings.otlp_grpc:
+            self.grpc = OtlpGrpcServer(settings.otlp_grpc, ingest, stats=self.stats,
+                                       security=security,
+                                       max_request_bytes=settings.max_request_bytes,
+                                       max_concurrent_rpcs=settings.max_connections)
+        if settings.otlp_http:
+            host, _, port = settings.otlp_http.rpartition(":")
+            self.http = OtlpHttpServer((host.strip("[]"), int(port)), ingest, stats=self.stats,
+                                       security=security,
+                                       max_request_bytes=settings.max_request_bytes,
+                                       max_connections=settings.max_connections,
+                                       health=self.health)
+        if self.grpc is None and self.http is None:
+            raise ValueError("both receivers are off: enable --otlp-grpc or --otlp-http")
+        self._stopping = threading.Event()
+        self._ticker = threading.Thread(target=self._tick_loop, name="ragas-gateway-tick",
+                                        daemon=True)
+        self._started = time.monotonic()
+
+    def start(self) -> Gateway:
+        if self.grpc is not None:
+            self.grpc.start()
+        if self.http is not None:
+            self.http.start()
+        self._ticker.start()
+        logger.info("ragas-trace gateway listening", extra={
+            "otlp_grpc": self.grpc.endpoint if self.grpc else None,
+            "otlp_http": self.http.endpoint if self.http else None,
+            "forward": self.settings.forward_endpoint,
+            "forward_protocol": self.settings.forward_protocol,
+            "judge": self.settings.judge, "auth": self.settings.token() is not None,
+            "tls": self.settings.tls_cert is not None})
+        return self
+
+    def health(self) -> dict[str, Any]:
+        snap = self.stats.snapshot()
+        snap["status"] = "stopping" if self._stopping.is_set() else "ok"
+        snap["uptime_s"] = round(time.monotonic() - self._started, 1)
+        if isinstance(self.sink, ScoringSink):
+            snap["scoring"] = self.sink.health()
+        return snap
+
+    def _tick_loop(self) -> None:
+        period = min(0.25, self.settings.quiet_s / 4)
+        while not self._stopping.wait(period):
+            self.assembler.tick()
+
+    def stop(self, timeout_s: float = 10.0) -> bool:
+        """Stop receiving, release every held root, score what can be scored and
+        forward everything within ``timeout_s``. Returns whether all of it made it."""
+        deadline = time.monotonic() + timeout_s
+        if self._stopping.is_set():
+            return True
+        self._stopping.set()
+        if self.http is not None:
+            self.http.stop()
+        if self.grpc is not None:
+            self.grpc.stop(grace_s=min(2.0, timeout_s / 4))
+        self._ticker.join(timeout=1.0)
+        self.assembler.close()
+        sink_ok = self.sink.close(max(0.1, (deadline - time.monotonic()) * 0.6))
+        forward_ok = self.forward.close(max(0.1, deadline - time.monotonic()))
+        if self.metrics is not None:
+            self.metrics.stop()
+        logger.info("ragas-trace gateway stopped", extra={"stats": self.stats.snapshot()})
+        return sink_ok and forward_ok
+
+    def __enter__(self) -> Gateway:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()

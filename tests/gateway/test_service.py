@@ -1,0 +1,82 @@
+"""The gateway end to end: official OTLP exporters as senders, a downstream OTLP
+receiver on 127.0.0.1, real judges."""
+
+from collections import Counter
+
+from gateway_helpers import grpc_sender, http_sender, settings
+
+from ragas_trace import semconv as sc
+from ragas_trace.gateway.service import Gateway
+from ragas_trace.testing.otlp_receiver import OtlpGrpcReceiver, OtlpHttpReceiver
+from ragas_trace.testing.rag_traces import openinference_request, openllmetry_request, plain_request
+
+OI_SPANS, OL_SPANS, PLAIN_SPANS = 5, 4, 2
+
+
+def test_scoring_off_forwards_every_span_once(gateway: Gateway,
+                                              downstream: OtlpGrpcReceiver) -> None:
+    assert gateway.grpc is not None and gateway.http is not None
+    grpc_app = grpc_sender(gateway.grpc.endpoint)
+    http_app = http_sender(gateway.http.endpoint)
+    for i in range(5):
+        openinference_request(grpc_app.get_tracer("oi"), i)
+        openllmetry_request(http_app.get_tracer("ol"), i)
+        plain_request(grpc_app.get_tracer("plain"), i)
+    expected = 5 * (OI_SPANS + OL_SPANS + PLAIN_SPANS)
+    assert downstream.wait_for(lambda spans: len(spans) >= expected, timeout=10)
+    assert gateway.stop(timeout_s=5)
+    spans = downstream.spans()
+    assert len(spans) == expected
+    assert len({(s.trace_id, s.span_id) for s in spans}) == expected
+    root = next(s for s in spans if s.name == "RunnableSequence")
+    assert root.resource["service.name"] == "sender"
+    assert root.attributes[sc.INPUT_VALUE]
+    assert not any(k.startswith("ragas.") for s in spans for k in s.attributes)
+
+
+def test_local_judge_scores_each_rag_root_once_across_batches() -> None:
+    with OtlpHttpReceiver() as downstream, Gateway(settings(
+            forward_endpoint=downstream.endpoint, forward_protocol="http",
+            judge="local", sample_rate=1.0)) as gateway:
+        assert gateway.grpc is not None
+        app = grpc_sender(gateway.grpc.endpoint)
+        for i in range(3):
+            openinference_request(app.get_tracer("oi"), i)
+            openllmetry_request(app.get_tracer("ol"), i)
+        roots = {"RunnableSequence", "RetrieverQueryEngine.workflow"}
+
+        def scored(spans: list) -> bool:
+            return sum(1 for s in spans if s.name in roots
+                       and sc.RAGAS_EVALUATION_STATUS in s.attributes) >= 6
+        assert downstream.wait_for(scored, timeout=20)
+        assert gateway.stop(timeout_s=10)
+    spans = downstream.spans()
+    root_spans = [s for s in spans if s.name in roots]
+    assert len(root_spans) == 6
+    assert Counter(s.attributes[sc.RAGAS_EVALUATION_STATUS] for s in root_spans) == \
+        {"scored": 6}
+    for span in root_spans:
+        for metric in (sc.RAGAS_FAITHFULNESS, sc.RAGAS_ANSWER_RELEVANCE,
+                       sc.RAGAS_CONTEXT_RELEVANCE):
+            assert 0.0 <= span.attributes[metric] <= 1.0
+    # Everything else once, plus one evaluation span per scored root.
+    others = Counter(s.name for s in spans if s.name not in roots)
+    assert others["VectorStoreRetriever"] == 3
+    assert others["VectorIndexRetriever.task"] == 3
+    evaluations = [s for s in spans if s.attributes.get(sc.SPAN_KIND) == sc.KIND_EVALUATOR]
+    assert len(evaluations) == 6
+    assert len({(s.trace_id, s.span_id) for s in spans}) == len(spans)
+
+
+def test_sampling_leaves_unsampled_roots_marked_and_unscored(
+        downstream: OtlpGrpcReceiver) -> None:
+    with Gateway(settings(forward_endpoint=downstream.endpoint, judge="local",
+                          sample_rate=0.0)) as gateway:
+        assert gateway.grpc is not None
+        app = grpc_sender(gateway.grpc.endpoint)
+        for i in range(3):
+            openinference_request(app.get_tracer("oi"), i)
+        assert downstream.wait_for(lambda spans: len(spans) >= 3 * OI_SPANS, timeout=10)
+    roots = [s for s in downstream.spans() if s.name == "RunnableSequence"]
+    assert [r.attributes[sc.RAGAS_EVALUATION_STATUS] for r in roots] == ["not_sampled"] * 3
+    assert not any(sc.RAGAS_FAITHFULNESS in r.attributes for r in roots)
