@@ -12,6 +12,9 @@ import sys
 from collections.abc import Sequence
 
 _COMMANDS: dict[str, tuple[str, str]] = {
+    "demo": ("ragas_trace.cli.demo_cmd", "run a demo RAG app offline: capture, score, export"),
+    "eval": ("ragas_trace.cli.eval_cmd", "measure a judge's pairwise agreement on a data set"),
+    "score": ("ragas_trace.cli.score_cmd", "score saved records (JSON lines) with a judge"),
 }
 
 

@@ -1,0 +1,97 @@
+"""What the ``eval`` and ``score`` commands share: reading JSON lines with line
+numbers in errors, running many judge calls with bounded concurrency while keeping
+input order, and a one-line progress report on stderr."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import sys
+import time
+from collections import deque
+from collections.abc import AsyncIterator, Awaitable, Iterable, Iterator
+from pathlib import Path
+from typing import IO, Any, TypeVar
+
+T = TypeVar("T")
+
+
+class InputError(ValueError):
+    """A bad input line; the message names the file and line."""
+
+
+def read_jsonl(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
+    """(line number, object) for each non-blank line; ``InputError`` for a bad one."""
+    with path.open(encoding="utf-8") as lines:
+        for number, line in enumerate(lines, 1):
+            if not line.strip():
+                continue
+            try:
+                value = json.loads(line)
+            except ValueError as exc:
+                raise InputError(f"{path}:{number}: not JSON ({exc})") from exc
+            if not isinstance(value, dict):
+                raise InputError(f"{path}:{number}: expected a JSON object")
+            yield number, value
+
+
+def positive_int(text: str) -> int:
+    """An argparse type: an integer of at least 1."""
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError("must be at least 1")
+    return value
+
+
+def count_lines(path: Path) -> int:
+    with path.open(encoding="utf-8") as lines:
+        return sum(1 for line in lines if line.strip())
+
+
+async def in_order(jobs: Iterable[Awaitable[T]], concurrency: int) -> AsyncIterator[T]:
+    """Results of ``jobs`` in input order, at most ``concurrency`` running at once;
+    jobs are pulled from the iterable only as room frees up (bounded memory)."""
+    window: deque[asyncio.Task[T]] = deque()
+    source = iter(jobs)
+    for job in source:
+        window.append(asyncio.ensure_future(job))
+        if len(window) >= concurrency:
+            yield await window.popleft()
+    while window:
+        yield await window.popleft()
+
+
+class Progress:
+    """``label done/total`` on one stderr line, redrawn at most 5 times a second on a
+    terminal; elsewhere only the final line is written."""
+
+    def __init__(self, label: str, total: int, flag: str = "failed",
+                 stream: IO[str] | None = None) -> None:
+        self.label = label
+        self.flag = flag
+        self.total = total
+        self.done = 0
+        self.failed = 0
+        self._stream = stream or sys.stderr
+        self._live = self._stream.isatty()
+        self._started = time.monotonic()
+        self._drawn = 0.0
+
+    def advance(self, failed: bool = False) -> None:
+        self.done += 1
+        self.failed += failed
+        now = time.monotonic()
+        if self._live and (now - self._drawn >= 0.2 or self.done == self.total):
+            self._drawn = now
+            self._stream.write("\r" + self._line())
+            self._stream.flush()
+
+    def close(self) -> None:
+        self._stream.write(("\r" if self._live else "") + self._line() + "\n")
+        self._stream.flush()
+
+    def _line(self) -> str:
+        elapsed = max(1e-9, time.monotonic() - self._started)
+        return (f"{self.label} {self.done}/{self.total} "
+                f"({self.failed} {self.flag}) {self.done / elapsed:.1f}/s")
