@@ -30,6 +30,7 @@ from typing import Any, cast
 from llama_index.core.base.base_query_engine import BaseQueryEngine
 from llama_index.core.base.base_retriever import BaseRetriever
 from llama_index.core.base.llms.base import BaseLLM
+from llama_index.core.base.llms.types import ChatResponse, CompletionResponse
 from llama_index.core.base.response.schema import AsyncStreamingResponse, StreamingResponse
 from llama_index.core.chat_engine.types import BaseChatEngine, StreamingAgentChatResponse
 from opentelemetry import context as otel_context
@@ -75,6 +76,7 @@ _ROLE_CLASSES = (
     (BaseLLM, Role.LLM),
     (StreamingAgentChatResponse, Role.CHAT_STREAM),
 )
+_LLM_RESPONSES = (CompletionResponse, ChatResponse)
 _UUID_SUFFIX = 37  # "-" + str(uuid4())
 
 
@@ -171,8 +173,9 @@ class Tracker:
             return
         role = self._role(instance)
         if role is Role.RETRIEVER and anc.role is not Role.RETRIEVER:
-            open_[id_] = self._start_child(
-                id_, Role.RETRIEVER, anc, attributes.retriever_attributes())
+            open_[id_] = self._start_child(id_, Role.RETRIEVER, anc, chain(
+                attributes.retriever_attributes(),
+                attributes.input_attributes(values.question_of(bound_args))))
         elif role is Role.LLM:
             self._enter_llm(id_, anc, instance)
         else:
@@ -182,6 +185,9 @@ class Tracker:
         node = self._open.get(id_)
         if node is None:
             return
+        if node.role is Role.LLM and isinstance(result, _LLM_RESPONSES) and not node.ended:
+            # Usage from the call's own result: also covers LLMs that send no events.
+            node.span.set_attributes(dict(attributes.usage_attributes(*values.usage_of(result))))
         if node.li_id != id_:
             self._leave_inner(id_, node, instance, result, None)
         elif node.role is Role.ROOT:
@@ -253,17 +259,19 @@ class Tracker:
         root.request.root = root
         self._open[id_] = root
         with self._lock:
-            self._requests[id_] = root
             victims = self._victims_locked(now)
+            self._requests[id_] = root
         for victim in victims:
             self._evict(victim)
 
     def _victims_locked(self, now: float) -> list[_Node]:
+        """Requests past their deadline, then the oldest beyond ``max_open_runs - 1``
+        (making room for the one being added), oldest first."""
         victims: list[_Node] = []
         requests = self._requests
         while requests:
             oldest = next(iter(requests.values()))
-            if oldest.request.deadline > now and len(requests) <= self._max_open_runs:
+            if oldest.request.deadline > now and len(requests) < self._max_open_runs:
                 break
             del requests[oldest.li_id]
             victims.append(oldest)
