@@ -9,13 +9,13 @@ from typing import Any
 
 import pytest
 from llama_index.core import VectorStoreIndex
-from llama_index.core.bridge.pydantic import Field
 from llama_index.core.base.base_retriever import BaseRetriever
 from llama_index.core.base.llms.types import (
     CompletionResponse,
     CompletionResponseGen,
     LLMMetadata,
 )
+from llama_index.core.bridge.pydantic import Field
 from llama_index.core.embeddings import MockEmbedding
 from llama_index.core.instrumentation.event_handlers import BaseEventHandler
 from llama_index.core.instrumentation.events import BaseEvent
