@@ -72,7 +72,7 @@ class PrometheusEndpoint:
             from prometheus_client import CollectorRegistry, start_http_server
         except ImportError as exc:
             raise ImportError(f"metrics_port needs the otlp extra: {_OTLP_EXTRA}") from exc
-        registry = CollectorRegistry(auto_describe=True)
+        registry = CollectorRegistry()
         reader = PrometheusMetricReader(registry=registry)
         self.meter_provider = MeterProvider(metric_readers=[reader], resource=resource)
         server, _thread = start_http_server(port, addr=host, registry=registry)

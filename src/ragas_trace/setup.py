@@ -74,7 +74,9 @@ class RagasTrace:
         """Wait until every held span is scored and exported; ``False`` on timeout."""
         deadline = time.monotonic() + timeout_s
         ok = self.pipeline.processor.force_flush(int(timeout_s * 1000))
-        if isinstance(self.meter_provider, SdkMeterProvider):
+        # Only our own push (OTLP) pipeline: flushing a pull reader (Prometheus) queues
+        # a second copy of every series for the next scrape.
+        if self._owns_meter_provider and isinstance(self.meter_provider, SdkMeterProvider):
             remaining = max(0.0, deadline - time.monotonic())
             ok = bool(self.meter_provider.force_flush(int(remaining * 1000))) and ok
         return ok

@@ -68,3 +68,33 @@ def make_rig() -> Iterator[Callable[..., Rig]]:
     yield make
     for rig in rigs:
         rig.processor.shutdown(2.0)
+
+
+PASSAGES = (
+    "Paris is the capital and largest city of France.",
+    "The Eiffel Tower was completed in 1889 for the World's Fair.",
+)
+
+
+@pytest.fixture
+def rag_chain() -> Any:
+    """A small LCEL RAG chain: fixed retriever, fake chat model, string parser."""
+    from langchain_core.callbacks import CallbackManagerForRetrieverRun
+    from langchain_core.documents import Document
+    from langchain_core.language_models.fake_chat_models import FakeListChatModel
+    from langchain_core.output_parsers import StrOutputParser
+    from langchain_core.prompts import ChatPromptTemplate
+    from langchain_core.retrievers import BaseRetriever
+    from langchain_core.runnables import RunnablePassthrough
+
+    class Passages(BaseRetriever):
+        def _get_relevant_documents(self, query: str, *,
+                                    run_manager: CallbackManagerForRetrieverRun
+                                    ) -> list[Document]:
+            return [Document(page_content=p, id=f"doc-{i}") for i, p in enumerate(PASSAGES)]
+
+    prompt = ChatPromptTemplate.from_template("Context:\n{context}\n\nQuestion: {question}")
+    model = FakeListChatModel(responses=["Paris is the capital of France."])
+    return ({"context": Passages() | (lambda docs: "\n".join(d.page_content for d in docs)),
+             "question": RunnablePassthrough()}
+            | prompt | model | StrOutputParser())

@@ -1,0 +1,61 @@
+"""The Prometheus names G's rules and dashboard read, scraped from our own endpoint."""
+
+from __future__ import annotations
+
+import threading
+import urllib.request
+
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from prometheus_client.parser import text_string_to_metric_families
+
+import ragas_trace
+from ragas_trace.testing.rag_spans import rag_request
+from ragas_trace.testing.scripted_judge import ScriptedJudge
+
+SCORE_SERIES = {f"ragas_{m}_{suffix}" for m in ("faithfulness", "answer_relevance",
+                                                "context_relevance")
+                for suffix in ("bucket", "sum", "count")}
+
+
+def samples(port: int) -> dict[str, list[dict[str, str]]]:
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as response:
+        text = response.read().decode()
+    out: dict[str, list[dict[str, str]]] = {}
+    for family in text_string_to_metric_families(text):
+        for sample in family.samples:
+            labels = {k: v for k, v in sample.labels.items() if not k.startswith("otel_scope")}
+            out.setdefault(sample.name, []).append({**labels, "value": str(sample.value)})
+    return out
+
+
+def test_prometheus_names_and_labels():
+    gate = threading.Event()
+    judge = ScriptedJudge(0.8, gate=gate)
+    rt = ragas_trace.setup(service_name="svc", judge=judge, metrics_port=0,
+                           metrics_host="127.0.0.1", tracer_provider=TracerProvider(),
+                           exporter=InMemorySpanExporter(), max_held_spans=1)
+    try:
+        tracer = rt.tracer_provider.get_tracer("t")
+        rag_request(tracer)  # held, judge gated
+        rag_request(tracer)  # hold buffer full: dropped
+        port = rt.metrics_port
+        assert port is not None
+        assert samples(port)["ragas_held_spans"] == [{"value": "1.0"}]
+        gate.set()
+        assert rt.force_flush(timeout_s=10)
+        found = samples(port)
+    finally:
+        rt.shutdown(timeout_s=5)
+    assert set(found) >= SCORE_SERIES
+    assert {"service": "svc", "app": "test-app", "judge": "scripted"}.items() <= (
+        found["ragas_faithfulness_count"][0].items())
+    statuses = {s["status"] for s in found["ragas_evaluations_total"]}
+    assert statuses == {"scored", "dropped"}
+    assert {"service", "app", "judge", "status"} <= set(found["ragas_evaluations_total"][0])
+    assert found["ragas_scorer_dropped_total"] == [{"reason": "hold_full", "value": "1.0"}]
+    assert found["ragas_held_spans"] == [{"value": "0.0"}]
+    assert "ragas_held_spans" in found and "ragas_scorer_queue_size" in found
+    assert {s["type"] for s in found["ragas_judge_tokens_bucket"]} == {"prompt", "completion"}
+    assert "ragas_judge_duration_seconds_bucket" in found
+    assert {s["judge"] for s in found["ragas_judge_duration_seconds_count"]} == {"scripted"}
