@@ -5,6 +5,7 @@ left untouched, and a stream that stops early or fails says so."""
 from __future__ import annotations
 
 import asyncio
+import gc
 import threading
 from typing import Any
 
@@ -222,3 +223,18 @@ async def test_astream_chat_records_the_answer_in_the_trace(tracing: InMemoryTra
     assert record.attributes[sc.RAGAS_STREAM_STATUS] == "completed"
     assert len(record.contexts) == 2
     assert kinds(tracing.spans()) == [sc.KIND_CHAIN, sc.KIND_LLM, sc.KIND_RETRIEVER]
+
+
+def test_stream_dropped_unread_ends_as_abandoned(tracing: InMemoryTracing) -> None:
+    installation = llamaindex.instrument(tracing.provider)
+    response = _engine().query(QUESTION)
+    assert installation.open_runs == 1
+
+    del response
+    gc.collect()
+
+    root = one(tracing.spans(), sc.KIND_CHAIN)
+    assert root.attributes[sc.RAGAS_STREAM_STATUS] == "abandoned"
+    assert sc.OUTPUT_VALUE not in root.attributes
+    assert installation.open_runs == 0
+    assert installation.tracker.open_spans == 0

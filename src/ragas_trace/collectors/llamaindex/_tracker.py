@@ -292,13 +292,11 @@ class Tracker:
         request = root.request
         if isinstance(result, StreamingResponse) and result.response_gen is not None:
             request.streaming = True
-            result.response_gen = wrap_stream(
-                result.response_gen, root, partial(self._stream_finished, root))
+            result.response_gen = self._wrap(root, result.response_gen, is_async=False)
             return
         if isinstance(result, AsyncStreamingResponse) and result.response_gen is not None:
             request.streaming = True
-            result.response_gen = wrap_async_stream(
-                result.response_gen, root, partial(self._stream_finished, root))
+            result.response_gen = self._wrap(root, result.response_gen, is_async=True)
             return
         if isinstance(result, StreamingAgentChatResponse):
             request.streaming = True
@@ -312,19 +310,27 @@ class Tracker:
                     self._end_request(root, early[0], early[1])
                 return
             if result.chat_stream is not None:
-                result.chat_stream = wrap_stream(
-                    result.chat_stream, root, partial(self._stream_finished, root))
+                result.chat_stream = self._wrap(root, result.chat_stream, is_async=False)
                 return
             if result.achat_stream is not None:
-                result.achat_stream = wrap_async_stream(
-                    result.achat_stream, root, partial(self._stream_finished, root))
+                result.achat_stream = self._wrap(root, result.achat_stream, is_async=True)
                 return
         self._end_request(root, values.answer_of(result), None)
+
+    def _wrap(self, root: _Node, inner: Any, is_async: bool) -> Any:
+        finish = partial(self._stream_finished, root)
+        wrapper = (wrap_async_stream(inner, root, finish) if is_async
+                   else wrap_stream(inner, root, finish))
+        # A stream dropped unread never runs its wrapper's ``finally``: end the
+        # request when the wrapper is collected (a no-op if it already ended).
+        weakref.finalize(wrapper, finish, [], STREAM_ABANDONED, None).atexit = False
+        return wrapper
 
     def _stream_finished(self, root: _Node, parts: list[str], status: str,
                          error: BaseException | None) -> None:
         try:
-            self._end_request(root, "".join(parts), error, status)
+            answer = "".join(parts) if parts or status == STREAM_COMPLETED else None
+            self._end_request(root, answer, error, status)
         except Exception as exc:
             record_internal_error("llamaindex.stream_end", exc)
 
