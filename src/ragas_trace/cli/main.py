@@ -13,6 +13,7 @@ from collections.abc import Sequence
 
 _COMMANDS: dict[str, tuple[str, str]] = {
     "demo": ("ragas_trace.cli.demo_cmd", "run a demo RAG app offline: capture, score, export"),
+    "serve": ("ragas_trace.cli.serve_cmd", "run the OTLP scoring gateway (service mode)"),
     "eval": ("ragas_trace.cli.eval_cmd", "measure a judge's pairwise agreement on a data set"),
     "score": ("ragas_trace.cli.score_cmd", "score saved records (JSON lines) with a judge"),
 }

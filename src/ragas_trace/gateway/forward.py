@@ -80,7 +80,7 @@ class ForwardQueue(SpanProcessor):
                 self._full_logged = True
             else:
                 self._queue.append(span)
-                if len(self._queue) >= self._max_batch:
+                if len(self._queue) == 1 or len(self._queue) >= self._max_batch:
                     self._wake.notify()
                 return
         self._stats.dropped("forward_queue_full")
@@ -91,8 +91,9 @@ class ForwardQueue(SpanProcessor):
     def _run(self) -> None:
         while True:
             with self._lock:
-                if not self._queue and not self._stopping.is_set():
-                    self._wake.wait(self._linger_s * 20)
+                while not self._queue and not self._stopping.is_set():
+                    self._idle.notify_all()
+                    self._wake.wait()
                 if len(self._queue) < self._max_batch and not self._stopping.is_set():
                     # Let a few more spans arrive so batches are not one span each.
                     self._wake.wait(self._linger_s)

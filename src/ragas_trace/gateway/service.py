@@ -9,6 +9,7 @@ import threading
 import time
 from typing import Any
 
+from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.trace.export import SpanExporter
 
@@ -19,12 +20,12 @@ from ragas_trace.gateway.forward import ForwardQueue
 from ragas_trace.gateway.grpc_receiver import OtlpGrpcServer
 from ragas_trace.gateway.http_receiver import OtlpHttpServer
 from ragas_trace.gateway.ingest import Ingest
-from ragas_trace.gateway.metrics_endpoint import MetricsEndpoint
 from ragas_trace.gateway.scoring import ScoringSink
 from ragas_trace.gateway.security import Security
 from ragas_trace.gateway.settings import GatewaySettings
 from ragas_trace.gateway.stats import GatewayStats
 from ragas_trace.judges.base import Judge
+from ragas_trace.providers import PrometheusEndpoint
 
 logger = logging.getLogger(__name__)
 
@@ -67,16 +68,17 @@ class Gateway:
                 ca_file=settings.forward_ca_file)
         self.forward = ForwardQueue(exporter, self.stats, max_spans=settings.queue_spans,
                                     retry_for_s=settings.retry_for_s)
-        self.metrics: MetricsEndpoint | None = None
+        self.metrics: PrometheusEndpoint | None = None
         if settings.metrics_port is not None:
-            self.metrics = MetricsEndpoint(settings.metrics_host, settings.metrics_port,
-                                           settings.service_name)
+            self.metrics = PrometheusEndpoint(
+                settings.metrics_port, settings.metrics_host,
+                Resource.create({"service.name": settings.service_name}))
         self.sink: ForwardOnly | ScoringSink
         if settings.judge == "off" and judge is None:
             self.sink = ForwardOnly(self.forward)
         else:
             self.sink = ScoringSink(settings, self.forward, judge=judge,
-                                    meter_provider=self.metrics.provider if self.metrics
+                                    meter_provider=self.metrics.meter_provider if self.metrics
                                     else None)
         self.assembler = TraceAssembler(self.sink, quiet_s=settings.quiet_s,
                                         max_wait_s=settings.max_wait_s,
@@ -85,7 +87,8 @@ class Gateway:
         self.stats.add_gauge("held_traces", self.assembler.held_traces)
         self.stats.add_gauge("held_spans", self.assembler.held_spans)
         if self.metrics is not None:
-            self.stats.register_metrics(self.metrics.provider.get_meter("ragas_trace.gateway"))
+            self.stats.register_metrics(
+                self.metrics.meter_provider.get_meter("ragas_trace.gateway"))
         security = Security(settings.token(), settings.tls_cert, settings.tls_key)
         limits = Limits(max_attributes=settings.max_attributes, max_events=settings.max_events,
                         max_links=settings.max_links)
@@ -155,7 +158,7 @@ class Gateway:
         sink_ok = self.sink.close(max(0.1, (deadline - time.monotonic()) * 0.6))
         forward_ok = self.forward.close(max(0.1, deadline - time.monotonic()))
         if self.metrics is not None:
-            self.metrics.stop()
+            self.metrics.close(max(0.0, deadline - time.monotonic()) * 1000)
         logger.info("ragas-trace gateway stopped", extra={"stats": self.stats.snapshot()})
         return sink_ok and forward_ok
 

@@ -124,7 +124,7 @@ OPTIONS: tuple[Option, ...] = (
            "next OTLP hop: host:port or http(s)://host:port for gRPC, base URL for HTTP "
            "(required)", "URL"),
     Option("forward_protocol", "RAGAS_GATEWAY_FORWARD_PROTOCOL", "grpc", _choice("grpc", "http"),
-           "protocol of the next hop"),
+           "protocol of the next hop", "grpc|http"),
     Option("forward_headers", "RAGAS_GATEWAY_FORWARD_HEADERS", None, _optional(_headers),
            "headers sent to the next hop, k=v,k2=v2", "K=V,..."),
     Option("forward_gzip", "RAGAS_GATEWAY_FORWARD_GZIP", False, _bool,
@@ -159,13 +159,13 @@ OPTIONS: tuple[Option, ...] = (
     Option("quiet_s", "RAGAS_GATEWAY_QUIET_S", 2.0, _number(0.01),
            "a RAG trace is scored once its root and a retrieval are in and nothing new "
            "arrived for this long", "SECONDS"),
-    Option("max_wait_s", "RAGAS_GATEWAY_MAX_WAIT_S", 30.0, _number(0.01),
+    Option("max_wait_s", "RAGAS_GATEWAY_MAX_WAIT_S", 10.0, _number(0.01),
            "longest a RAG root waits for the rest of its trace", "SECONDS"),
     Option("max_trace_spans", "RAGAS_GATEWAY_MAX_TRACE_SPANS", 50_000, _integer(1),
            "spans remembered for trace reassembly; past it the oldest trace is "
            "released early", "N"),
     Option("judge", "RAGAS_TRACE_JUDGE", "local", _choice("local", "openai", "off"),
-           "judge of the scorer; 'off' forwards without scoring"),
+           "judge of the scorer; 'off' forwards without scoring", "local|openai|off"),
     Option("sample_rate", "RAGAS_TRACE_SAMPLE_RATE", None, _optional(_number(0.0, 1.0)),
            "fraction of RAG traces scored, by trace id (library default 1.0)", "R"),
     Option("metrics_port", "RAGAS_TRACE_METRICS_PORT", None, _optional(_integer(0)),
@@ -175,10 +175,14 @@ OPTIONS: tuple[Option, ...] = (
     Option("service_name", "OTEL_SERVICE_NAME", "ragas-trace-gateway", _text,
            "service.name of the gateway's own spans and `service` label of its metrics",
            "NAME"),
+    Option("shutdown_timeout_s", "RAGAS_GATEWAY_SHUTDOWN_TIMEOUT_S", 10.0, _number(0.1),
+           "on SIGTERM/SIGINT: time allowed to score what is held and forward everything",
+           "SECONDS"),
     Option("log_format", "RAGAS_GATEWAY_LOG_FORMAT", "json", _choice("json", "text"),
-           "log lines as JSON objects or plain text"),
+           "log lines as JSON objects or plain text", "json|text"),
     Option("log_level", "RAGAS_GATEWAY_LOG_LEVEL", "info",
-           _choice("debug", "info", "warning", "error"), "least severe level logged"),
+           _choice("debug", "info", "warning", "error"), "least severe level logged",
+           "LEVEL"),
 )
 
 
@@ -210,6 +214,7 @@ class GatewaySettings:
     metrics_port: int | None
     metrics_host: str
     service_name: str
+    shutdown_timeout_s: float
     log_format: str
     log_level: str
 

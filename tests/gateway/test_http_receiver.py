@@ -1,0 +1,170 @@
+"""OTLP/HTTP receiver: good requests, every kind of bad one, auth, back-pressure."""
+
+import base64
+import gzip
+import http.client
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from gateway_helpers import http_sender, settings
+from google.protobuf import json_format
+from google.rpc import status_pb2
+from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
+    ExportTraceServiceRequest,
+    ExportTraceServiceResponse,
+)
+
+from ragas_trace.gateway.service import Gateway
+from ragas_trace.testing import InMemoryTracing
+from ragas_trace.testing.otlp_receiver import OtlpGrpcReceiver
+from ragas_trace.testing.rag_traces import plain_request
+
+PB = "application/x-protobuf"
+
+
+def _request(n_traces: int = 1) -> ExportTraceServiceRequest:
+    tracing = InMemoryTracing()
+    for i in range(n_traces):
+        plain_request(tracing.tracer, i)
+    return encode_spans(tracing.spans())
+
+
+def _post(gateway: Gateway, body: bytes, headers: dict[str, str],
+          path: str = "/v1/traces") -> tuple[int, dict[str, str], bytes]:
+    assert gateway.http is not None
+    host, port = gateway.http.server_address[:2]
+    conn = http.client.HTTPConnection(str(host), port, timeout=10)
+    try:
+        conn.request("POST", path, body=body, headers=headers)
+        response = conn.getresponse()
+        return response.status, dict(response.getheaders()), response.read()
+    finally:
+        conn.close()
+
+
+def _status(body: bytes) -> Any:
+    status = status_pb2.Status()
+    status.ParseFromString(body)
+    return status
+
+
+def _trace_ids(request: ExportTraceServiceRequest) -> set[str]:
+    return {s.trace_id.hex() for rs in request.resource_spans for ss in rs.scope_spans
+            for s in ss.spans}
+
+
+def test_protobuf_and_json_requests_are_accepted(gateway: Gateway,
+                                                 downstream: OtlpGrpcReceiver) -> None:
+    as_pb, as_json = _request(), _request()
+    code, headers, body = _post(gateway, as_pb.SerializeToString(), {"Content-Type": PB})
+    assert code == 200 and headers["Content-Type"] == PB
+    assert ExportTraceServiceResponse.FromString(body) == ExportTraceServiceResponse()
+    data = json_format.MessageToDict(as_json)
+    for rs in data["resourceSpans"]:
+        for ss in rs["scopeSpans"]:
+            for span in ss["spans"]:
+                for key in ("traceId", "spanId", "parentSpanId"):
+                    if key in span:  # OTLP/JSON ids are hex, not protobuf-JSON base64
+                        span[key] = base64.b64decode(span[key]).hex()
+    code, headers, body = _post(gateway, json.dumps(data).encode(),
+                                {"Content-Type": "application/json"})
+    assert code == 200 and headers["Content-Type"] == "application/json"
+    assert downstream.wait_for(lambda spans: len(spans) == 4, timeout=5)
+    assert {s.trace_id for s in downstream.spans()} == _trace_ids(as_pb) | _trace_ids(as_json)
+
+
+def test_partial_success_names_rejected_spans(downstream: OtlpGrpcReceiver) -> None:
+    request = _request()
+    span = request.resource_spans[0].scope_spans[0].spans[0]
+    for i in range(50):
+        kv = span.attributes.add()
+        kv.key, kv.value.int_value = f"k{i}", i
+    with Gateway(settings(forward_endpoint=downstream.endpoint, max_attributes=20)) as gw:
+        code, _, body = _post(gw, request.SerializeToString(), {"Content-Type": PB})
+        assert downstream.wait_for(lambda spans: len(spans) == 1, timeout=5)
+    response = ExportTraceServiceResponse.FromString(body)
+    assert code == 200
+    assert response.partial_success.rejected_spans == 1
+    assert "attributes" in response.partial_success.error_message
+
+
+@pytest.mark.parametrize(("body", "headers", "expected"), [
+    (b"\x0a\xff\xff\xff\xff\x0fjunk", {"Content-Type": PB}, 400),
+    (b"{not json", {"Content-Type": "application/json"}, 400),
+    (b"hello", {"Content-Type": "text/plain"}, 415),
+    (b"hello", {}, 415),
+    (gzip.compress(b"\0" * (8 << 20)), {"Content-Type": PB, "Content-Encoding": "gzip"}, 413),
+    (b"garbage", {"Content-Type": PB, "Content-Encoding": "gzip"}, 400),
+    (b"x", {"Content-Type": PB, "Content-Encoding": "br"}, 415),
+])
+def test_bad_requests_get_an_otlp_error_and_the_service_keeps_running(
+        gateway: Gateway, downstream: OtlpGrpcReceiver, body: bytes,
+        headers: dict[str, str], expected: int) -> None:
+    code, answer_headers, answer = _post(gateway, body, headers)
+    assert code == expected
+    if answer_headers.get("Content-Type") == PB:
+        assert _status(answer).message
+    code, _, _ = _post(gateway, _request().SerializeToString(), {"Content-Type": PB})
+    assert code == 200
+    assert downstream.wait_for(lambda spans: len(spans) == 2, timeout=5)
+
+
+def test_too_large_and_wrong_path(downstream: OtlpGrpcReceiver) -> None:
+    with Gateway(settings(forward_endpoint=downstream.endpoint,
+                          max_request_bytes=2048)) as gw:
+        code, _, body = _post(gw, b"\0" * 4096, {"Content-Type": PB})
+        assert code == 413 and "exceeds" in _status(body).message
+        code, _, _ = _post(gw, b"", {"Content-Type": PB}, path="/v1/logs")
+        assert code == 404
+        assert gw.stats.snapshot()["requests_refused"] == {"http_413": 1, "http_404": 1}
+
+
+def test_health_endpoint(gateway: Gateway) -> None:
+    assert gateway.http is not None
+    host, port = gateway.http.server_address[:2]
+    conn = http.client.HTTPConnection(str(host), port, timeout=5)
+    conn.request("GET", "/health")
+    response = conn.getresponse()
+    health = json.loads(response.read())
+    assert response.status == 200
+    assert health["status"] == "ok"
+    assert "forward_queue_spans" in health
+
+
+@pytest.fixture
+def token_file(tmp_path: Path) -> Iterator[str]:
+    path = tmp_path / "token"
+    path.write_text("s3cret\n")
+    yield str(path)
+
+
+def test_bearer_token_is_required(downstream: OtlpGrpcReceiver, token_file: str) -> None:
+    with Gateway(settings(forward_endpoint=downstream.endpoint, token_file=token_file)) as gw:
+        assert gw.http is not None
+        body = _request().SerializeToString()
+        assert _post(gw, body, {"Content-Type": PB})[0] == 401
+        assert _post(gw, body, {"Content-Type": PB, "Authorization": "Bearer nope"})[0] == 401
+        app = http_sender(gw.http.endpoint, headers={"Authorization": "Bearer s3cret"})
+        plain_request(app.get_tracer("t"), 0)
+        assert downstream.wait_for(lambda spans: len(spans) == 2, timeout=5)
+
+
+def test_downstream_down_pushes_back_then_counts_drops() -> None:
+    # Nothing listens on the forward port: spans queue, then senders are told to retry.
+    with Gateway(settings(forward_endpoint="127.0.0.1:9", queue_spans=10,
+                          retry_for_s=0.5, forward_timeout_s=0.2)) as gw:
+        codes = [_post(gw, _request(2).SerializeToString(), {"Content-Type": PB})
+                 for _ in range(6)]
+        busy = [c for c in codes if c[0] == 503]
+        assert busy, [c[0] for c in codes]
+        assert busy[0][1]["Retry-After"] == "1"
+        assert _status(busy[0][2]).code == 14  # UNAVAILABLE
+        accepted = 4 * sum(1 for c in codes if c[0] == 200)
+        assert gw.forward.force_flush(10_000)
+        snap = gw.stats.snapshot()
+    assert snap["requests_refused"]["busy"] == len(busy)
+    assert snap["spans_dropped"]["downstream_unavailable"] == accepted
