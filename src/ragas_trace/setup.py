@@ -141,13 +141,7 @@ def setup(
     service = resolved.service_name or str(
         provider.resource.attributes.get(SERVICE_NAME, "unknown_service"))
 
-    downstream: SpanExporter | SpanProcessor | None = exporter_object
-    if downstream is None:
-        choice = resolved.exporter
-        if choice == "auto":
-            choice = "none" if joined else ("otlp" if providers.otlp_configured("traces")
-                                            else "none")
-        downstream = providers.span_exporter(choice)
+    downstream = choose_downstream(resolved, exporter_object, joined=joined is not None)
     if downstream is None and joined is None:
         logger.info("ragas-trace: no span exporter configured (set "
                     "OTEL_EXPORTER_OTLP_ENDPOINT or pass exporter=); scores go to metrics")
@@ -176,6 +170,19 @@ def setup(
                     owns_meter_provider=owns_meter_provider, prometheus=prometheus)
     atexit.register(rt.shutdown)
     return rt
+
+
+def choose_downstream(settings: Settings, exporter: SpanExporter | SpanProcessor | None,
+                      joined: bool) -> SpanExporter | SpanProcessor | None:
+    """Where ragas-trace sends spans. An exporter object or an explicit name wins;
+    ``auto`` on a provider that already exports is nothing (its processors export
+    every span; scores ride on evaluation spans), else OTLP when configured."""
+    if exporter is not None:
+        return exporter
+    choice = settings.exporter
+    if choice == "auto":
+        choice = "otlp" if not joined and providers.otlp_configured("traces") else "none"
+    return providers.span_exporter(choice)
 
 
 def _resource(service_name: str | None) -> Resource:
