@@ -28,7 +28,7 @@ MODEL_SHA256 = "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6
 TOKENIZER_SHA256 = "be50c3628f2bf5bb5e3a7f17b1f74611b2561a3a27eeab05e5aa30f411572037"
 DIMENSIONS = 384
 MAX_TOKENS = 256  # sentence-transformers' max_seq_length for this model
-DEFAULT_BATCH_SIZE = 32
+DEFAULT_BATCH_SIZE = 8  # small batches: less padding, and the peak RSS stays low
 _THREADS_ENV = "RAGAS_TRACE_LOCAL_THREADS"
 _COMMON_RANKS, _RARE_RANKS = 2000, 6000  # vocabulary ranks: below ~2000 are frequent
 
@@ -115,6 +115,7 @@ class Embedder:
         self._model_sha256 = model_sha256
         self._tokenizer_sha256 = tokenizer_sha256
         self._lock = threading.Lock()
+        self._run_lock = threading.Lock()
         self._session: Any = None
         self._tokenizer: Any = None
 
@@ -147,6 +148,8 @@ class Embedder:
             options.intra_op_num_threads = self._threads or default_threads()
             options.inter_op_num_threads = 1
             options.log_severity_level = 3
+            # Idle worker threads sleep instead of spinning on the app's cores.
+            options.add_session_config_entry("session.intra_op.allow_spinning", "0")
             session = ort.InferenceSession(
                 str(model_path), sess_options=options, providers=["CPUExecutionProvider"]
             )
@@ -181,10 +184,12 @@ class Embedder:
         ids = np.array([e.ids for e in encodings], dtype=np.int64)
         mask = np.array([e.attention_mask for e in encodings], dtype=np.int64)
         types = np.zeros_like(ids)
-        (hidden,) = self._session.run(
-            ["last_hidden_state"],
-            {"input_ids": ids, "attention_mask": mask, "token_type_ids": types},
-        )
+        # One batch at a time: concurrent records must not multiply the judge's threads.
+        with self._run_lock:
+            (hidden,) = self._session.run(
+                ["last_hidden_state"],
+                {"input_ids": ids, "attention_mask": mask, "token_type_ids": types},
+            )
         weights = mask[:, :, None].astype(np.float32)
         pooled = (hidden * weights).sum(axis=1) / np.clip(weights.sum(axis=1), 1e-9, None)
         norms = np.linalg.norm(pooled, axis=1, keepdims=True)

@@ -118,7 +118,7 @@ class _Record:
         verdicts: tuple[StatementVerdict, ...] = ()
         kept: tuple[str, ...] = ()
         sentence_vectors = np.stack([vec(t) for t in self.evidence.texts]) \
-            if self.evidence.sentences else np.zeros((0, 1), np.float32)
+            if self._context_needed() else np.zeros((0, 1), np.float32)
         if Metric.FAITHFULNESS in self.metrics:
             results[Metric.FAITHFULNESS], verdicts = self._faithfulness(vec, sentence_vectors)
         if Metric.ANSWER_RELEVANCE in self.metrics:
@@ -129,18 +129,18 @@ class _Record:
         return Scores(judge="", results=results, statements=verdicts,
                       context_sentences=len(self.evidence.sentences), kept_sentences=kept)
 
+    def _context_needed(self) -> bool:
+        return bool(self.evidence.sentences) and (
+            (Metric.FAITHFULNESS in self.metrics and bool(self.statements))
+            or (Metric.CONTEXT_RELEVANCE in self.metrics and bool(self.question)))
+
     def _texts_to_embed(self) -> list[str]:
         wanted: list[str] = []
-        if Metric.FAITHFULNESS in self.metrics and self.evidence.sentences:
-            wanted += self.statements
         if self.question and self.answer and Metric.ANSWER_RELEVANCE in self.metrics:
             wanted += [self.question, self.answer]
-        if self.question and Metric.CONTEXT_RELEVANCE in self.metrics:
-            wanted.append(self.question)
-        if wanted and self.evidence.sentences and (
-                Metric.FAITHFULNESS in self.metrics or Metric.CONTEXT_RELEVANCE in self.metrics):
-            wanted += self.evidence.texts
-        return list(dict.fromkeys(wanted))
+        if self._context_needed():
+            wanted += [self.question, *self.statements, *self.evidence.texts]
+        return list(dict.fromkeys(t for t in wanted if t))
 
     def _faithfulness(self, vec: _VecFn, sentence_vectors: Vectors
                       ) -> tuple[MetricResult, tuple[StatementVerdict, ...]]:
