@@ -1,13 +1,22 @@
-import asyncio
+"""LocalJudge metric behaviour on crafted records."""
 
+import asyncio
+import threading
+
+import pytest
+
+from ragas_trace import _internal_errors
 from ragas_trace.judges.base import Judge
-from ragas_trace.judges.local import LocalJudge
-from ragas_trace.results import MetricStatus
+from ragas_trace.judges.local import Embedder, LocalJudge
+from ragas_trace.results import ALL_METRICS, Metric, MetricStatus
 
 CONTEXT = ("The Eiffel Tower was completed in March 1889 as the entrance arch to the World's "
            "Fair in Paris. It was designed and built by the engineering company of Gustave "
            "Eiffel.")
+PADDED = CONTEXT + (" The tower is repainted roughly every seven years. About six million "
+                    "people visit it each year. Some artists protested against its construction.")
 QUESTION = "When was the Eiffel Tower completed and who designed it?"
+ANSWER = "The Eiffel Tower was completed in March 1889 and designed by Gustave Eiffel's company."
 
 
 def test_is_a_judge_with_a_stable_name(judge: LocalJudge) -> None:
@@ -15,12 +24,225 @@ def test_is_a_judge_with_a_stable_name(judge: LocalJudge) -> None:
     assert judge.name == "local:minilm-l6-int8"
 
 
-def test_evaluate_scores_all_three_metrics_in_range(judge: LocalJudge) -> None:
-    scores = asyncio.run(judge.evaluate(
-        QUESTION, [CONTEXT], "The tower was completed in March 1889 by Gustave Eiffel's company."))
-    for status in scores.status.values():
-        assert status is MetricStatus.SCORED
+def test_scores_all_three_metrics_with_evidence(judge: LocalJudge) -> None:
+    scores = asyncio.run(judge.evaluate(QUESTION, [CONTEXT], ANSWER))
+    assert set(scores.status.values()) == {MetricStatus.SCORED}
     for value in (scores.faithfulness, scores.answer_relevance, scores.context_relevance):
         assert value is not None and 0.0 <= value <= 1.0
+    assert scores.faithfulness is not None and scores.faithfulness > 0.8
     assert scores.context_sentences == 2
-    assert scores.statements and scores.statements[0].supported
+    assert [v.supported for v in scores.statements] == [True]
+    assert scores.kept_sentences and set(scores.kept_sentences) <= set(
+        [CONTEXT.split(". ")[0] + ".", CONTEXT.split(". ")[1]])
+    assert scores.judge == judge.name and scores.duration_s > 0
+
+
+@pytest.mark.parametrize("wrong, missing", [
+    ("The Eiffel Tower was completed in March 1902 and designed by Gustave Eiffel's company.",
+     "1902"),
+    ("The Eiffel Tower was completed in March 1889 and designed by Charles Garnier.",
+     "Garnier"),
+])
+def test_ungrounded_numbers_and_names_are_not_supported(
+        judge: LocalJudge, wrong: str, missing: str) -> None:
+    good = judge.evaluate_sync(QUESTION, [CONTEXT], ANSWER)
+    bad = judge.evaluate_sync(QUESTION, [CONTEXT], wrong)
+    assert bad.faithfulness is not None and good.faithfulness is not None
+    assert bad.faithfulness < 0.5 < good.faithfulness
+    assert not bad.statements[0].supported
+    assert missing in bad.statements[0].reason
+
+
+def test_each_statement_gets_a_verdict(judge: LocalJudge) -> None:
+    scores = judge.evaluate_sync(QUESTION, [CONTEXT], ANSWER + " It is made of solid gold.")
+    assert [v.supported for v in scores.statements] == [True, False]
+    assert scores.faithfulness is not None and 0.3 < scores.faithfulness < 0.7
+
+
+def test_a_fact_borrowed_from_another_sentence_counts_against(judge: LocalJudge) -> None:
+    context = ("Alexander Graham Bell was granted the first US patent for the telephone in 1876. "
+               "His main rival, Elisha Gray, filed a caveat for a similar device on the same day.")
+    question = "Who was granted the first telephone patent?"
+    right = judge.evaluate_sync(question, [context], "Bell was granted the first patent for the "
+                                "telephone in 1876.")
+    swapped = judge.evaluate_sync(question, [context], "Elisha Gray was granted the first patent "
+                                  "for the telephone in 1876.")
+    assert right.faithfulness is not None and swapped.faithfulness is not None
+    assert swapped.faithfulness < right.faithfulness
+    assert "Gray" in swapped.statements[0].reason
+
+
+def test_a_wrong_sign_is_a_wrong_number(judge: LocalJudge) -> None:
+    context = "Seawater freezes at about minus 2 degrees Celsius."
+    question = "At what temperature does seawater freeze?"
+    right = judge.evaluate_sync(question, [context], "Seawater freezes at about -2 °C.")
+    wrong = judge.evaluate_sync(question, [context], "Seawater freezes at about 2 degrees Celsius.")
+    assert right.faithfulness is not None and wrong.faithfulness is not None
+    assert wrong.faithfulness < 0.5 < right.faithfulness
+
+
+@pytest.mark.parametrize("evasive", [
+    "I don't know.", "I'm not sure, the documents do not say.", "Das weiß ich nicht.",
+    "我不知道。"])
+def test_noncommittal_answers(judge: LocalJudge, evasive: str) -> None:
+    scores = judge.evaluate_sync(QUESTION, [CONTEXT], evasive)
+    assert scores.answer_relevance == 0.0
+    assert scores.result(Metric.ANSWER_RELEVANCE).status is MetricStatus.SCORED
+    assert scores.result(Metric.FAITHFULNESS).status is MetricStatus.NO_STATEMENTS
+    assert scores.faithfulness is None
+    assert scores.statements == ()
+
+
+def test_restating_the_question_is_less_relevant_than_answering(judge: LocalJudge) -> None:
+    answer = judge.evaluate_sync(QUESTION, [CONTEXT], ANSWER)
+    restated = judge.evaluate_sync(QUESTION, [CONTEXT], "The Eiffel Tower was completed at "
+                                   "some point and someone designed it.")
+    off_topic = judge.evaluate_sync(QUESTION, [CONTEXT], "Bananas are rich in potassium.")
+    assert answer.answer_relevance is not None and restated.answer_relevance is not None
+    assert off_topic.answer_relevance is not None
+    assert answer.answer_relevance > restated.answer_relevance
+    assert answer.answer_relevance > off_topic.answer_relevance
+    assert "placeholder" in (restated.reasons["answer_relevance"] or "")
+
+
+def test_a_when_question_answered_without_a_date_is_discounted(judge: LocalJudge) -> None:
+    question = "When was the euro introduced as cash?"
+    dated = judge.evaluate_sync(question, [], "Euro cash entered circulation on 1 January 2002.")
+    undated = judge.evaluate_sync(question, [], "Euro cash entered circulation after a long "
+                                  "preparation by the central bank.")
+    assert dated.answer_relevance is not None and undated.answer_relevance is not None
+    assert dated.answer_relevance > undated.answer_relevance
+    assert "no number" in (undated.reasons["answer_relevance"] or "")
+
+
+def test_padding_lowers_context_relevance(judge: LocalJudge) -> None:
+    tight = judge.evaluate_sync(QUESTION, [CONTEXT], ANSWER)
+    padded = judge.evaluate_sync(QUESTION, [PADDED], ANSWER)
+    assert tight.context_relevance is not None and padded.context_relevance is not None
+    assert padded.context_relevance < tight.context_relevance
+    assert padded.context_sentences == 5
+    assert not any("repainted" in s for s in padded.kept_sentences)
+
+
+def test_context_from_several_passages(judge: LocalJudge) -> None:
+    first, second = CONTEXT.split(". ", 1)
+    scores = judge.evaluate_sync(QUESTION, [first + ".", second, "Cats sleep a lot."], ANSWER)
+    assert scores.context_sentences == 3
+    assert scores.faithfulness is not None and scores.faithfulness > 0.8
+    assert not any("Cats" in s for s in scores.kept_sentences)
+
+
+@pytest.mark.parametrize("question, contexts, answer, expected", [
+    (QUESTION, [CONTEXT], None, {"faithfulness": MetricStatus.NO_ANSWER,
+                                 "answer_relevance": MetricStatus.NO_ANSWER,
+                                 "context_relevance": MetricStatus.SCORED}),
+    (QUESTION, [CONTEXT], "   ", {"faithfulness": MetricStatus.NO_ANSWER,
+                                  "answer_relevance": MetricStatus.NO_ANSWER,
+                                  "context_relevance": MetricStatus.SCORED}),
+    (None, [CONTEXT], ANSWER, {"faithfulness": MetricStatus.SCORED,
+                               "answer_relevance": MetricStatus.NO_QUESTION,
+                               "context_relevance": MetricStatus.NO_QUESTION}),
+    (QUESTION, [], ANSWER, {"faithfulness": MetricStatus.NO_CONTEXT,
+                            "answer_relevance": MetricStatus.SCORED,
+                            "context_relevance": MetricStatus.NO_CONTEXT}),
+    (QUESTION, ["", "  \n"], ANSWER, {"faithfulness": MetricStatus.NO_CONTEXT,
+                                      "answer_relevance": MetricStatus.SCORED,
+                                      "context_relevance": MetricStatus.NO_CONTEXT}),
+    (None, [], None, {"faithfulness": MetricStatus.NO_ANSWER,
+                      "answer_relevance": MetricStatus.NO_QUESTION,
+                      "context_relevance": MetricStatus.NO_QUESTION}),
+])
+def test_missing_inputs_get_statuses_not_scores(
+        judge: LocalJudge, question: str | None, contexts: list[str], answer: str | None,
+        expected: dict[str, MetricStatus]) -> None:
+    scores = judge.evaluate_sync(question, contexts, answer)
+    assert scores.status == expected
+    for metric, status in expected.items():
+        assert (scores.result(metric).value is None) == (status is not MetricStatus.SCORED)
+
+
+@pytest.mark.parametrize("metric", list(Metric))
+def test_only_the_requested_metric_is_scored(judge: LocalJudge, metric: Metric) -> None:
+    scores = judge.evaluate_sync(QUESTION, [CONTEXT], ANSWER, frozenset({metric}))
+    assert scores.result(metric).status is MetricStatus.SCORED
+    for other in set(Metric) - {metric}:
+        assert scores.result(other).status is MetricStatus.SKIPPED
+
+
+def test_german(judge: LocalJudge) -> None:
+    context = ("Die Berliner Mauer fiel am 9. November 1989. Knapp ein Jahr später, am "
+               "3. Oktober 1990, wurde Deutschland wiedervereinigt. Berlin hat viele Museen.")
+    question = "Wann fiel die Berliner Mauer?"
+    good = judge.evaluate_sync(question, [context], "Die Berliner Mauer fiel am 9. November 1989.")
+    wrong = judge.evaluate_sync(question, [context], "Die Berliner Mauer fiel am 12. Juni 1987.")
+    vague = judge.evaluate_sync(question, [context], "Die Mauer fiel irgendwann.")
+    assert good.faithfulness is not None and wrong.faithfulness is not None
+    assert wrong.faithfulness < 0.5 < good.faithfulness
+    assert good.answer_relevance is not None and vague.answer_relevance is not None
+    assert good.answer_relevance > vague.answer_relevance
+    assert good.context_sentences == 3
+    assert good.kept_sentences[0].startswith("Die Berliner Mauer fiel")
+    assert not any("Museen" in s for s in good.kept_sentences)
+
+
+def test_chinese(judge: LocalJudge) -> None:
+    context = ("长城是中国古代修建的防御工程。它主要是为了抵御北方游牧民族的入侵而修建的。"
+               "八达岭每年有数百万游客。")
+    question = "长城主要是为了什么而修建的？"
+    good = judge.evaluate_sync(question, [context],
+                               "长城主要是为了抵御北方游牧民族的入侵而修建的。")
+    wrong = judge.evaluate_sync(question, [context],
+                                "长城主要是为了运输粮食和发展海上贸易而修建的。")
+    assert good.context_sentences == 3
+    assert good.faithfulness is not None and wrong.faithfulness is not None
+    assert wrong.faithfulness < 0.5 < good.faithfulness
+    assert good.context_relevance is not None and good.context_relevance < 1.0
+
+
+def test_evaluate_runs_the_model_off_the_event_loop_thread(judge: LocalJudge) -> None:
+    threads: list[int] = []
+
+    class Recording(Embedder):
+        def embed(self, texts):  # type: ignore[no-untyped-def]
+            threads.append(threading.get_ident())
+            return super().embed(texts)
+
+    recording = LocalJudge(embedder=Recording(threads=1))
+
+    async def main() -> int:
+        await recording.evaluate(QUESTION, [CONTEXT], ANSWER)
+        return threading.get_ident()
+
+    loop_thread = asyncio.run(main())
+    assert threads and loop_thread not in threads
+
+
+def test_concurrent_records_get_the_same_scores_as_sequential_ones(judge: LocalJudge) -> None:
+    records = [(QUESTION, [CONTEXT], ANSWER), (QUESTION, [PADDED], "I don't know."),
+               ("Who designed it?", [PADDED], "Gustave Eiffel's company designed it.")]
+    sequential = [judge.evaluate_sync(*r) for r in records]
+
+    async def together() -> list[object]:
+        return list(await asyncio.gather(*(judge.evaluate(*r) for r in records * 3)))
+
+    for i, scores in enumerate(asyncio.run(together())):
+        assert scores.results == sequential[i % 3].results  # type: ignore[attr-defined]
+
+
+def test_a_broken_model_fails_every_metric_with_a_reason(monkeypatch: pytest.MonkeyPatch) -> None:
+    class Broken(Embedder):
+        def embed(self, texts):  # type: ignore[no-untyped-def]
+            raise RuntimeError("boom")
+
+    monkeypatch.setenv("RAGAS_TRACE_RAISE_INTERNAL_ERRORS", "0")
+    before = _internal_errors.internal_error_counts().get("judges.local.evaluate", 0)
+    scores = LocalJudge(embedder=Broken(threads=1)).evaluate_sync(QUESTION, [CONTEXT], ANSWER)
+    assert {scores.result(m).status for m in ALL_METRICS} == {MetricStatus.FAILED}
+    assert all(scores.result(m).value is None for m in ALL_METRICS)
+    assert "RuntimeError" in (scores.reasons["faithfulness"] or "")
+    assert _internal_errors.internal_error_counts()["judges.local.evaluate"] == before + 1
+
+
+def test_aclose_is_safe_twice(judge: LocalJudge) -> None:
+    asyncio.run(judge.aclose())
+    asyncio.run(judge.aclose())

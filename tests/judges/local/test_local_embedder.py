@@ -1,0 +1,106 @@
+"""The embedder: checksums, output shape and normalisation, batching, settings."""
+
+import logging
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from ragas_trace.judges.local import Embedder, LocalJudge, ModelIntegrityError
+from ragas_trace.judges.local.embedder import (
+    MODEL_SHA256,
+    default_threads,
+    default_tokenizer_path,
+    verify_checksum,
+)
+from ragas_trace.results import ALL_METRICS, MetricStatus
+
+
+@pytest.fixture(scope="module")
+def embedder() -> Embedder:
+    e = Embedder(threads=1)
+    e.load()
+    return e
+
+
+def test_shipped_tokenizer_is_the_pinned_one() -> None:
+    verify_checksum(default_tokenizer_path(), Embedder()._tokenizer_sha256)
+
+
+def test_a_modified_tokenizer_is_refused(tmp_path: Path) -> None:
+    copy = tmp_path / "tokenizer.json"
+    shutil.copyfile(default_tokenizer_path(), copy)
+    with copy.open("ab") as f:
+        f.write(b" ")
+    embedder = Embedder(tokenizer_path=copy)
+    with pytest.raises(ModelIntegrityError, match="expected be50c362"):
+        embedder.load()
+    assert not embedder.loaded
+
+
+def test_a_model_with_another_checksum_is_refused() -> None:
+    with pytest.raises(ModelIntegrityError, match="not the pinned version"):
+        Embedder(model_sha256="0" * 64).load()
+
+
+def test_a_missing_model_file_is_a_clear_error(tmp_path: Path) -> None:
+    with pytest.raises(ModelIntegrityError, match="cannot read"):
+        Embedder(model_path=tmp_path / "model.onnx", model_sha256=MODEL_SHA256).load()
+
+
+def test_the_judge_reports_a_bad_model_as_failed_metrics() -> None:
+    judge = LocalJudge(embedder=Embedder(model_sha256="0" * 64))
+    scores = judge.evaluate_sync("Who?", ["Ada wrote it."], "Ada wrote it.")
+    assert {scores.result(m).status for m in ALL_METRICS} == {MetricStatus.FAILED}
+    assert "local model unavailable" in (scores.reasons["faithfulness"] or "")
+
+
+def test_nothing_is_loaded_before_first_use() -> None:
+    assert not Embedder().loaded
+
+
+def test_vectors_are_unit_length_and_384_wide(embedder: Embedder) -> None:
+    vectors = embedder.embed(["A cat sits on the mat.", "Stocks fell.", "长城很长。", ""])
+    assert vectors.shape == (4, 384) and vectors.dtype == np.float32
+    assert np.allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-5)
+    assert embedder.embed([]).shape == (0, 384)
+
+
+def test_similar_sentences_are_closer_than_unrelated_ones(embedder: Embedder) -> None:
+    cat, feline, stocks = embedder.embed(
+        ["The cat sits on the mat.", "A feline rests on a rug.", "Stock markets fell sharply."])
+    assert cat @ feline > 0.4 > cat @ stocks
+
+
+def test_batching_and_sorting_keep_rows_in_input_order(embedder: Embedder) -> None:
+    texts = [f"Sentence number {i} " + "word " * (i % 7) for i in range(20)]
+    together = embedder.embed(texts)
+    one_by_one = np.stack([embedder.embed([t])[0] for t in texts])
+    assert np.allclose(together, one_by_one, atol=1e-3)
+
+
+def test_long_inputs_are_truncated_not_rejected(embedder: Embedder) -> None:
+    assert embedder.embed(["word " * 2000]).shape == (1, 384)
+
+
+def test_rarity_follows_vocabulary_rank(embedder: Embedder) -> None:
+    assert embedder.rarity("the") == 0.2
+    assert embedder.rarity("dinitrogen") == 1.0
+    assert 0.2 <= embedder.rarity("rotation") <= 1.0
+
+
+@pytest.mark.parametrize("kwargs", [{"threads": 0}, {"threads": "2"}, {"batch_size": 0}])
+def test_bad_settings_raise_naming_the_parameter(kwargs: dict[str, object]) -> None:
+    with pytest.raises(ValueError, match=next(iter(kwargs))):
+        Embedder(**kwargs)  # type: ignore[arg-type]
+
+
+def test_threads_from_the_environment(monkeypatch: pytest.MonkeyPatch,
+                                      caplog: pytest.LogCaptureFixture) -> None:
+    monkeypatch.setenv("RAGAS_TRACE_LOCAL_THREADS", "3")
+    assert default_threads() == 3
+    monkeypatch.setenv("RAGAS_TRACE_LOCAL_THREADS", "many")
+    with caplog.at_level(logging.WARNING):
+        assert default_threads() >= 1
+    assert "RAGAS_TRACE_LOCAL_THREADS" in caplog.text

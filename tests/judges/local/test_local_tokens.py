@@ -1,0 +1,70 @@
+"""Content tokens, grounding and the word lists."""
+
+from ragas_trace.judges.local.evidence import build_evidence
+from ragas_trace.judges.local.lexicon import Expects, expectations, is_noncommittal
+from ragas_trace.judges.local.tokens import (
+    Kind,
+    Vocabulary,
+    clause_groups,
+    content_tokens,
+    vague_count,
+)
+
+
+def kinds(text: str) -> list[tuple[str, str]]:
+    return [(t.key, t.kind.value) for t in content_tokens(text)]
+
+
+def test_numbers_names_and_words() -> None:
+    assert kinds("The tower was finished by Gustave Eiffel in 1889.") == [
+        ("tower", "word"), ("finish", "word"), ("gustav", "name"), ("eiffel", "name"),
+        ("1889", "number")]
+
+
+def test_number_forms_are_normalised() -> None:
+    keys = [t.key for t in content_tokens("1,500 people; minus 2 degrees; -3; 1-0; 365.2422")]
+    assert keys == ["1500", "peopl", "-2", "degre", "-3", "1-0", "365.2422"]
+
+
+def test_chinese_text_becomes_character_bigrams() -> None:
+    tokens = content_tokens("长城很长")
+    assert [t.key for t in tokens] == ["长城", "城很", "很长"]
+    assert {t.kind for t in tokens} == {Kind.WORD}
+
+
+def test_vocabulary_matches_inflections_and_compounds() -> None:
+    vocabulary = Vocabulary(content_tokens("It was patented by South African Metalllettern users."))
+    for word in ("patents", "Africa", "Lettern"):
+        assert content_tokens("x " + word)[0] in vocabulary
+    assert content_tokens("x 1500")[0] not in Vocabulary(content_tokens("x 15000"))
+    assert content_tokens("x gallbladder")[0] not in vocabulary
+
+
+def test_clauses_split_at_semicolons_and_conjunctions() -> None:
+    sentence = "Bell patented it in 1876; his rival was Gray, and Gray filed a caveat."
+    groups = clause_groups(sentence, content_tokens(sentence))
+    assert [[t.text for t in g] for g in groups] == [
+        ["Bell", "patented", "1876"], ["rival", "Gray"], ["Gray", "filed", "caveat"]]
+
+
+def test_a_subject_pronoun_carries_the_previous_names() -> None:
+    evidence = build_evidence(["Marie Curie won in 1903. She was born in Warsaw. "
+                               "Her rival, Pierre, won too."])
+    curie = content_tokens("x Curie")[0]
+    assert curie in evidence.sentences[1].vocabulary  # "She ..."
+    assert curie not in evidence.sentences[2].vocabulary  # "Her rival ..." is Pierre
+
+
+def test_noncommittal_and_vague() -> None:
+    assert is_noncommittal("Sorry, I do not know the answer.")
+    assert is_noncommittal("Keine Ahnung.")
+    assert is_noncommittal("对不起，我不知道。")
+    assert not is_noncommittal("The knowledge of the Moon is old.")
+    assert vague_count("Someone invented something, some years ago.") == 3
+
+
+def test_expected_answer_types() -> None:
+    assert expectations("When did it sink, and who found it?") == {Expects.NUMBER, Expects.NAME}
+    assert expectations("Wie viele Knochen hat ein Mensch?") == {Expects.NUMBER}
+    assert expectations("谁发明了电话？") == {Expects.NAME}
+    assert expectations("What causes tides?") == set()
