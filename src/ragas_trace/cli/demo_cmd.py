@@ -1,0 +1,137 @@
+"""``ragas-trace demo``: the whole loop offline in one command. A small LangChain RAG
+app over an invented corpus answers questions (hallucinating in a share of them),
+the one callback captures each request, the local judge scores it in the background,
+and the scored spans land in ``DIR/spans.jsonl`` or an OTLP collector."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any
+
+_DESCRIPTION = __doc__
+
+
+def register(subparsers: Any) -> None:
+    parser: argparse.ArgumentParser = subparsers.add_parser(
+        "demo", help="run a demo RAG app, score every request, export the spans",
+        description=_DESCRIPTION)
+    parser.add_argument("--requests", type=_positive_int, default=40, metavar="N",
+                        help="requests to send (default 40)")
+    parser.add_argument("--out", type=Path, default=Path("demo-out"), metavar="DIR",
+                        help="write spans to DIR/spans.jsonl as OTLP JSON lines "
+                             "(default demo-out; ignored with an OTLP endpoint)")
+    parser.add_argument("--judge", choices=("local", "openai"), default="local",
+                        help="local: offline embedding judge (default); openai: any "
+                             "OpenAI-compatible endpoint (OPENAI_BASE_URL, OPENAI_API_KEY, "
+                             "RAGAS_TRACE_JUDGE_MODEL)")
+    parser.add_argument("--drift", action="store_true",
+                        help="raise the hallucination share from --hallucination-rate to "
+                             "--drift-to over the run, so a drop shows on a dashboard")
+    parser.add_argument("--metrics-port", type=_port, default=None, metavar="PORT",
+                        help="serve Prometheus metrics on this port while the demo runs")
+    parser.add_argument("--otlp-endpoint", default=None, metavar="URL",
+                        help="send traces and metrics to this OTLP/HTTP collector, e.g. "
+                             "http://localhost:4318 (default: OTEL_EXPORTER_OTLP_ENDPOINT; "
+                             "OTEL_EXPORTER_OTLP_PROTOCOL=grpc for gRPC)")
+    parser.add_argument("--seed", type=int, default=0, help="seed of questions and answers")
+    parser.add_argument("--service-name", default=None,
+                        help="OTel service name (default OTEL_SERVICE_NAME, else "
+                             "ragas-trace-demo)")
+    parser.add_argument("--interval", type=_non_negative, default=0.0, metavar="SECONDS",
+                        help="pause between requests, to spread a run over time")
+    parser.add_argument("--linger", type=_non_negative, default=0.0, metavar="SECONDS",
+                        help="keep the process (and its metrics endpoint) up this long "
+                             "after the last score")
+    parser.add_argument("--hallucination-rate", type=_share, default=0.1, metavar="SHARE",
+                        help="share of hallucinated answers (default 0.1)")
+    parser.add_argument("--evasion-rate", type=_share, default=0.05, metavar="SHARE",
+                        help="share of evasive answers (default 0.05)")
+    parser.add_argument("--drift-to", type=_share, default=0.8, metavar="SHARE",
+                        help="hallucination share reached at the end of a --drift run "
+                             "(default 0.8)")
+    parser.add_argument("--drift-requests", type=_positive_int, default=None, metavar="N",
+                        help="reach --drift-to after N requests and stay there "
+                             "(default: at the last request)")
+    parser.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from ragas_trace.demo.report import render_table, summary
+    from ragas_trace.demo.runner import DemoOptions, run_demo
+
+    try:
+        options = DemoOptions(
+            requests=args.requests, out_dir=args.out, judge=args.judge, drift=args.drift,
+            metrics_port=args.metrics_port, otlp_endpoint=args.otlp_endpoint, seed=args.seed,
+            service_name=args.service_name, interval_s=args.interval, linger_s=args.linger,
+            hallucination_rate=args.hallucination_rate, evasion_rate=args.evasion_rate,
+            drift_to=args.drift_to, drift_requests=args.drift_requests,
+        )
+    except ValueError as exc:
+        print(f"ragas-trace demo: {exc}", file=sys.stderr)
+        return 2
+    if args.metrics_port is not None:
+        print(f"Prometheus metrics on http://127.0.0.1:{args.metrics_port}/metrics",
+              flush=True)
+    result = run_demo(options, _progress)
+    print(render_table(result.rows))
+    print("answer: pass when faithfulness and answer relevance pass; context relevance "
+          "rates the retrieval (3 passages for a one-sentence answer).")
+    print()
+    print(summary(result.rows))
+    if result.spans_file is not None:
+        print(f"spans: {result.spans_file} (OTLP JSON lines)")
+    else:
+        print("spans and metrics: sent to the OTLP endpoint")
+    print(f"done in {result.elapsed_s:.1f} s")
+    if not result.scoring_finished:
+        print("warning: not every request was scored before the flush deadline",
+              file=sys.stderr)
+        return 1
+    return 0
+
+
+def _progress(phase: str, done: int, total: int) -> None:
+    """A redrawn bar on a terminal; a line every tenth of the run otherwise."""
+    if phase == "requests":
+        tty = sys.stderr.isatty()
+        if tty or done == total or done % max(1, total // 10) == 0:
+            filled = 30 * done // total
+            bar = f"requests [{'#' * filled}{'.' * (30 - filled)}] {done}/{total}"
+            print("\r" + bar if tty else bar, end="" if tty else "\n", file=sys.stderr,
+                  flush=True)
+    elif phase == "scoring" and done == 0:
+        print("\nwaiting for the last scores..." if sys.stderr.isatty()
+              else "waiting for the last scores...", file=sys.stderr, flush=True)
+    elif phase == "lingering":
+        print("keeping the metrics endpoint up...", file=sys.stderr, flush=True)
+
+
+def _positive_int(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
+
+
+def _port(text: str) -> int:
+    value = int(text)
+    if not 0 < value < 65536:
+        raise argparse.ArgumentTypeError(f"not a port number: {value}")
+    return value
+
+
+def _non_negative(text: str) -> float:
+    value = float(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must not be negative, got {value}")
+    return value
+
+
+def _share(text: str) -> float:
+    value = float(text)
+    if not 0.0 <= value <= 1.0:
+        raise argparse.ArgumentTypeError(f"must be between 0 and 1, got {value}")
+    return value

@@ -1,0 +1,110 @@
+"""The demo's closing table: one row per request, built from the spans as exported
+(scores and pass/fail labels as a backend would see them) plus the judge's
+unsupported statements."""
+
+from __future__ import annotations
+
+import textwrap
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+
+from opentelemetry.sdk.trace import ReadableSpan
+
+from ragas_trace import semconv as sc
+from ragas_trace.results import Metric, Scores
+
+_ANSWER_METRICS = (Metric.FAITHFULNESS, Metric.ANSWER_RELEVANCE)
+_SHORT = {Metric.FAITHFULNESS: "faith", Metric.ANSWER_RELEVANCE: "ans-rel",
+          Metric.CONTEXT_RELEVANCE: "ctx-rel"}
+
+
+@dataclass(frozen=True)
+class RequestRow:
+    question: str
+    answer: str
+    status: str
+    scores: dict[Metric, float | None]
+    labels: dict[Metric, str | None]
+    unsupported: tuple[str, ...]
+
+    @property
+    def passed(self) -> bool | None:
+        """The answer's verdict: faithfulness and answer relevance both pass (context
+        relevance rates the retriever, not the answer); None when unscored."""
+        labels = [self.labels[m] for m in _ANSWER_METRICS]
+        if any(label is None for label in labels):
+            return None
+        return all(label == "pass" for label in labels)
+
+
+def rows_from_spans(
+    spans: Iterable[ReadableSpan], evidence: Callable[[str, str], Scores | None]
+) -> list[RequestRow]:
+    """Rows for the RAG root spans (those carrying an evaluation status), in start order."""
+    roots = sorted(
+        (s for s in spans if (s.attributes or {}).get(sc.RAGAS_EVALUATION_STATUS) is not None
+         and (s.attributes or {}).get(sc.SPAN_KIND) == sc.KIND_CHAIN),
+        key=lambda s: s.start_time or 0,
+    )
+    rows = []
+    for span in roots:
+        attrs = span.attributes or {}
+        question = str(attrs.get(sc.INPUT_VALUE, ""))
+        answer = str(attrs.get(sc.OUTPUT_VALUE, ""))
+        scores = {m: _float(attrs.get(sc.metric_attribute(m))) for m in Metric}
+        labels = {m: _str(attrs.get(sc.metric_label_attribute(m))) for m in Metric}
+        found = evidence(question, answer)
+        unsupported = tuple(v.statement for v in found.statements if not v.supported) \
+            if found else ()
+        rows.append(RequestRow(question, answer, str(attrs[sc.RAGAS_EVALUATION_STATUS]),
+                               scores, labels, unsupported))
+    return rows
+
+
+def render_table(rows: Sequence[RequestRow], width: int = 120) -> str:
+    """A plain-text table: #, question, the three scores (✓ pass, ✗ fail), the answer's
+    verdict and its first unsupported statement."""
+    rest = max(20, width - 4 - 3 * 9 - 6 - 8)
+    q_width, s_width = rest * 2 // 5, rest - rest * 2 // 5
+    header = (f"{'#':>3} {'question':<{q_width}} "
+              + " ".join(f"{_SHORT[m]:>8}" for m in Metric)
+              + f" {'answer':<6} {'worst statement':<{s_width}}")
+    lines = [header, "-" * len(header)]
+    for i, row in enumerate(rows, 1):
+        cells = " ".join(f"{_score_cell(row.scores[m], row.labels[m]):>8}" for m in Metric)
+        verdict = {True: "pass", False: "FAIL", None: row.status[:6]}[row.passed]
+        worst = row.unsupported[0] if row.unsupported else ""
+        lines.append(f"{i:>3} {_clip(row.question, q_width):<{q_width}} {cells} "
+                     f"{verdict:<6} {_clip(worst, s_width)}")
+    return "\n".join(lines)
+
+
+def summary(rows: Sequence[RequestRow]) -> str:
+    scored = [r for r in rows if r.status == "scored"]
+    parts = [f"{len(rows)} requests, {len(scored)} scored"]
+    for metric in Metric:
+        values = [v for r in scored if (v := r.scores[metric]) is not None]
+        if values:
+            passed = sum(1 for r in scored if r.labels[metric] == "pass")
+            parts.append(f"{metric}: mean {sum(values) / len(values):.2f}, "
+                         f"{passed}/{len(values)} pass")
+    return "; ".join(parts)
+
+
+def _score_cell(value: float | None, label: str | None) -> str:
+    if value is None:
+        return "-"
+    return f"{value:.2f} {'✓' if label == 'pass' else '✗' if label == 'fail' else ' '}"
+
+
+def _clip(text: str, width: int) -> str:
+    return textwrap.shorten(" ".join(text.split()), width=width, placeholder="…") \
+        if len(text) > width else text
+
+
+def _float(value: object) -> float | None:
+    return float(value) if isinstance(value, int | float) else None
+
+
+def _str(value: object) -> str | None:
+    return value if isinstance(value, str) else None

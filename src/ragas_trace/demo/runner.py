@@ -1,0 +1,163 @@
+"""Run the demo end to end: the demo chain with the one LangChain callback from
+``ragas_trace.setup()``, every request scored in the background, spans exported to a
+file or a collector, optionally a Prometheus endpoint; then the rows for the table."""
+
+from __future__ import annotations
+
+import logging
+import os
+import random
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from opentelemetry.sdk.resources import SERVICE_NAME, Resource
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import SpanExporter
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+import ragas_trace
+from ragas_trace.demo.app import APP_NAME, build_chain
+from ragas_trace.demo.behaviour import Behaviour
+from ragas_trace.demo.corpus import QUESTIONS, DemoQuestion
+from ragas_trace.demo.exporting import (
+    FanOutExporter,
+    otlp_meter_provider,
+    otlp_span_exporter,
+    spans_path,
+)
+from ragas_trace.demo.recording import RecordingJudge
+from ragas_trace.demo.report import RequestRow, rows_from_spans
+from ragas_trace.judges import resolve_judge
+
+logger = logging.getLogger(__name__)
+
+DEFAULT_SERVICE = "ragas-trace-demo"
+# The local judge's answer relevance is a MiniLM cosine, lower than an LLM judge's:
+# on this app grounded answers score 0.24-0.76 (median 0.65), evasions under 0.11,
+# so the library's default pass mark of 0.7 would fail most good answers.
+LOCAL_JUDGE_THRESHOLDS = {"threshold_answer_relevance": 0.3}
+
+
+@dataclass(frozen=True)
+class DemoOptions:
+    requests: int = 40
+    out_dir: Path | None = Path("demo-out")
+    judge: str = "local"
+    drift: bool = False
+    metrics_port: int | None = None
+    otlp_endpoint: str | None = None
+    seed: int = 0
+    service_name: str | None = None
+    interval_s: float = 0.0
+    linger_s: float = 0.0
+    hallucination_rate: float = 0.1
+    evasion_rate: float = 0.05
+    drift_to: float = 0.8
+    drift_requests: int | None = None  # requests over which the drift happens (all)
+    flush_timeout_s: float = 120.0
+
+    def __post_init__(self) -> None:
+        if self.requests < 1:
+            raise ValueError(f"requests must be at least 1, got {self.requests}")
+        if self.drift_requests is not None and self.drift_requests < 1:
+            raise ValueError(f"drift_requests must be at least 1, got {self.drift_requests}")
+        if self.interval_s < 0 or self.linger_s < 0:
+            raise ValueError("interval_s and linger_s must not be negative")
+
+
+@dataclass(frozen=True)
+class DemoResult:
+    rows: list[RequestRow]
+    spans_file: Path | None
+    elapsed_s: float
+    scoring_finished: bool
+
+
+Progress = Callable[[str, int, int], None]
+
+
+def questions(seed: int) -> Iterator[DemoQuestion]:
+    """The demo questions in a seeded order, reshuffled each round."""
+    rng = random.Random(seed)
+    while True:
+        order = list(QUESTIONS)
+        rng.shuffle(order)
+        yield from order
+
+
+def run_demo(options: DemoOptions, progress: Progress | None = None) -> DemoResult:
+    started = time.monotonic()
+    report = progress or (lambda phase, done, total: None)
+    service = options.service_name or os.environ.get("OTEL_SERVICE_NAME") or DEFAULT_SERVICE
+    endpoint = options.otlp_endpoint or os.environ.get("OTEL_EXPORTER_OTLP_ENDPOINT")
+    shown = InMemorySpanExporter()
+    exporters: list[SpanExporter] = [shown]
+    spans_file: Path | None = None
+    meter_provider = None
+    if endpoint:
+        exporters.append(otlp_span_exporter(options.otlp_endpoint))
+        if options.metrics_port is None:
+            meter_provider = otlp_meter_provider(options.otlp_endpoint, service)
+    elif options.out_dir is not None:
+        spans_file = spans_path(options.out_dir)
+        spans_file.unlink(missing_ok=True)
+        from ragas_trace.exporters.otlp_json import OtlpJsonFileExporter
+
+        exporters.append(OtlpJsonFileExporter(spans_file))
+    judge = RecordingJudge(resolve_judge(options.judge))
+    # A private provider: the demo never installs or joins a global one, so it can
+    # run twice in one process (tests) and never mixes with the caller's telemetry.
+    tracer_provider = TracerProvider(resource=Resource.create({SERVICE_NAME: service}))
+    rt = ragas_trace.setup(
+        service_name=service,
+        exporter=FanOutExporter(exporters),
+        judge=judge,
+        sample_rate=1.0,
+        metrics_port=options.metrics_port,
+        tracer_provider=tracer_provider,
+        meter_provider=meter_provider,
+        **_thresholds(options.judge),
+    )
+    finished = False
+    try:
+        handler = rt.langchain_handler(app_name=APP_NAME)
+        behaviour = Behaviour(
+            hallucination_rate=options.hallucination_rate,
+            evasion_rate=options.evasion_rate,
+            drift_to=options.drift_to if options.drift else None,
+            drift_requests=options.drift_requests or options.requests,
+            seed=options.seed,
+        )
+        chain = build_chain(behaviour)
+        asked = questions(options.seed)
+        for done in range(options.requests):
+            chain.invoke(next(asked).text, config={"callbacks": [handler]})
+            report("requests", done + 1, options.requests)
+            if options.interval_s:
+                time.sleep(options.interval_s)
+        report("scoring", 0, 1)
+        finished = rt.force_flush(timeout_s=options.flush_timeout_s)
+        report("scoring", 1, 1)
+        if options.linger_s:
+            report("lingering", 0, 1)
+            time.sleep(options.linger_s)
+    finally:
+        if not rt.shutdown(timeout_s=options.flush_timeout_s):
+            logger.warning("ragas-trace did not shut down within %.0f s",
+                           options.flush_timeout_s)
+        tracer_provider.shutdown()
+        if meter_provider is not None:
+            meter_provider.shutdown()
+    rows = rows_from_spans(shown.get_finished_spans(), judge.scores_for)
+    return DemoResult(rows, spans_file, time.monotonic() - started, finished)
+
+
+def _thresholds(judge: str) -> dict[str, Any]:
+    """The local judge's pass marks, unless the user set them in the environment."""
+    if judge != "local":
+        return {}
+    return {name: value for name, value in LOCAL_JUDGE_THRESHOLDS.items()
+            if f"RAGAS_TRACE_{name.upper()}" not in os.environ}
