@@ -121,3 +121,19 @@ def test_cli_rejects_bad_flags(args: list[str], capsys: pytest.CaptureFixture[st
         main(["demo", *args])
     assert exc.value.code == 2
     assert "demo" in capsys.readouterr().err
+
+
+def test_openai_judge_scores_through_an_openai_compatible_endpoint(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from ragas_trace.testing.openai_server import FakeOpenAIServer
+
+    with FakeOpenAIServer() as server:
+        monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
+        monkeypatch.setenv("OPENAI_API_KEY", "test-key")
+        result = run_demo(DemoOptions(requests=3, out_dir=tmp_path, judge="openai",
+                                      service_name="demo-openai"))
+        assert server.stats().chat_requests > 0
+    roots = _rag_roots(_read_spans(tmp_path / "spans.jsonl"))
+    assert [r.attributes[sc.RAGAS_EVALUATION_STATUS] for r in roots] == ["scored"] * 3
+    assert all(str(r.attributes[sc.RAGAS_EVALUATION_JUDGE]).startswith("openai:") for r in roots)
+    assert all(r.scores[Metric.FAITHFULNESS] is not None for r in result.rows)
