@@ -30,8 +30,12 @@ from opentelemetry.sdk.trace import ReadableSpan
 
 from ragas_trace import semconv as sc
 from ragas_trace.extract import is_rag_root_candidate, span_kind
+from ragas_trace.gateway.convert import ReceivedSpan
 
 Release = Literal["ready", "max_wait", "evicted", "shutdown"]
+# What ``extract.span_kind`` looks at: a span with none of these is neither a root
+# candidate nor a retrieval.
+_KIND_KEYS = frozenset({sc.SPAN_KIND, sc.TRACELOOP_SPAN_KIND, sc.GEN_AI_OPERATION_NAME})
 
 
 class TraceSink(Protocol):
@@ -87,8 +91,9 @@ class TraceAssembler:
             for span in spans:
                 trace_id = span.context.trace_id if span.context is not None else 0
                 trace = self._traces.get(trace_id)
-                candidate = is_rag_root_candidate(span)
-                retrieval = span_kind(span) == sc.KIND_RETRIEVER
+                signs = _may_be_rag(span)
+                candidate = signs and is_rag_root_candidate(span)
+                retrieval = signs and span_kind(span) == sc.KIND_RETRIEVER
                 if trace is None:
                     if not (candidate or retrieval) or trace_id == 0:
                         forward.append(span)
@@ -143,6 +148,13 @@ class TraceAssembler:
                 # Retrievals whose root never came: nothing to score.
                 for span in trace.spans:
                     self._sink.pass_through(span)
+
+
+def _may_be_rag(span: ReadableSpan) -> bool:
+    """False when a received span cannot be a root candidate or a retrieval: it has
+    none of the span-kind attributes. Checked without decoding the attributes, so
+    spans of non-RAG traffic are forwarded without ever being decoded."""
+    return not isinstance(span, ReceivedSpan) or span.has_any_attribute(_KIND_KEYS)
 
 
 def _has_top_root(spans: list[ReadableSpan]) -> bool:

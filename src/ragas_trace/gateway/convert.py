@@ -2,13 +2,21 @@
 scoring processor, ``ragas_trace.extract`` and the SDK's OTLP exporters work on
 received spans exactly as on spans made in-process.
 
-Each span is checked against ``Limits``; a span that breaks one is rejected alone
-(counted for the OTLP partial-success answer), the rest of the request goes on."""
+A ``ReceivedSpan`` is a view over the protobuf it came from: ids, attributes,
+events and links are decoded the first time something reads them. Most spans
+(everything that is not part of a RAG trace) are never read, only forwarded, and
+forwarding reuses the protobuf (see ``downstream.encode_batch``), so they cost
+little more than in a plain pass-through.
+
+Each span is checked against ``Limits`` when it arrives; a span that breaks one is
+rejected alone (counted for the OTLP partial-success answer) and the rest of the
+request goes on."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from types import MappingProxyType
 from typing import Any
 
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
@@ -20,6 +28,7 @@ from opentelemetry.sdk.trace import Event, ReadableSpan
 from opentelemetry.sdk.util.instrumentation import InstrumentationScope
 from opentelemetry.trace import Link, SpanContext, SpanKind, Status, StatusCode, TraceFlags
 from opentelemetry.trace.span import TraceState
+from opentelemetry.util.types import Attributes
 
 # OTLP numbers kinds from 1 (0 = unspecified); the SDK from 0 with no "unspecified".
 _KINDS = {
@@ -33,7 +42,9 @@ _KINDS = {
 _STATUS = {0: StatusCode.UNSET, 1: StatusCode.OK, 2: StatusCode.ERROR}
 _HAS_IS_REMOTE = 0x100
 _IS_REMOTE = 0x200
-_MAX_VALUE_DEPTH = 8
+MAX_VALUE_DEPTH = 8
+_ZERO_TRACE_ID = bytes(16)
+_ZERO_SPAN_ID = bytes(8)
 
 
 @dataclass(frozen=True)
@@ -44,7 +55,10 @@ class Limits:
     max_attributes: int = 1024
     max_events: int = 1024
     max_links: int = 1024
-    max_attribute_bytes: int = 1 << 20
+
+    @property
+    def smallest(self) -> int:
+        return min(self.max_attributes, self.max_events, self.max_links)
 
 
 @dataclass
@@ -61,131 +75,213 @@ class Converted:
             self.reason = reason
 
 
-class ReceivedSpan(ReadableSpan):
-    """A received span. ``pb`` keeps the span as it arrived so that forwarding it
-    unchanged can reuse it instead of encoding it again (see ``forward``)."""
-
-    def __init__(self, pb: PbSpan, origin: tuple[ResourceSpans, ScopeSpans],
-                 **kwargs: Any) -> None:
-        super().__init__(**kwargs)
-        self.pb = pb
-        self.origin = origin
-        self._received_attributes = self._attributes
-
-    def unchanged_pb(self) -> PbSpan | None:
-        """The received protobuf, unless someone replaced this span's attributes since."""
-        return self.pb if self._attributes is self._received_attributes else None
-
-
 class SpanRejected(ValueError):
     """One span is unusable; the message says why."""
+
+
+class ReceivedSpan(ReadableSpan):
+    """A received span, decoded on first read. ``pb`` is the span as it arrived and
+    ``origin`` its resource and scope messages, for forwarding it unchanged."""
+
+    def __init__(self, pb: PbSpan, origin: tuple[ResourceSpans, ScopeSpans],
+                 resource: Resource, scope: InstrumentationScope) -> None:
+        # ReadableSpan.__init__ is not called: every field it would set is read
+        # through the properties below instead.
+        self.pb = pb
+        self.origin = origin
+        self._resource = resource
+        self._instrumentation_scope = scope
+        self._instrumentation_info = None
+        self._decoded: dict[str, Any] = {}
+
+    def has_any_attribute(self, keys: frozenset[str]) -> bool:
+        """Whether one of ``keys`` is among the attributes, without decoding them."""
+        return any(kv.key in keys for kv in self.pb.attributes)
+
+    def _get(self, name: str, build: Any) -> Any:
+        value = self._decoded.get(name)
+        if value is None:
+            value = self._decoded[name] = build()
+        return value
+
+    @property
+    def name(self) -> str:
+        name: str = self.pb.name
+        return name
+
+    def get_span_context(self) -> SpanContext:
+        context: SpanContext = self._get("context", self._build_context)
+        return context
+
+    @property
+    def context(self) -> SpanContext:
+        return self.get_span_context()
+
+    @property
+    def parent(self) -> SpanContext | None:
+        if not self.pb.parent_span_id or self.pb.parent_span_id == _ZERO_SPAN_ID:
+            return None
+        parent: SpanContext = self._get("parent", self._build_parent)
+        return parent
+
+    @property
+    def kind(self) -> SpanKind:
+        return _KINDS.get(self.pb.kind, SpanKind.INTERNAL)
+
+    @property
+    def start_time(self) -> int:
+        start: int = self.pb.start_time_unix_nano
+        return start
+
+    @property
+    def end_time(self) -> int:
+        end: int = self.pb.end_time_unix_nano
+        return end
+
+    @property
+    def status(self) -> Status:
+        code = _STATUS.get(self.pb.status.code, StatusCode.UNSET)
+        return Status(code, self.pb.status.message if code is StatusCode.ERROR else None)
+
+    @property
+    def attributes(self) -> Attributes:
+        attrs: dict[str, Any] = self._get("attributes", lambda: attributes_of(self.pb.attributes))
+        return MappingProxyType(attrs)
+
+    @property
+    def events(self) -> Sequence[Event]:
+        events: tuple[Event, ...] = self._get("events", lambda: tuple(
+            Event(e.name, attributes_of(e.attributes), e.time_unix_nano, limit=None)
+            for e in self.pb.events))
+        return events
+
+    @property
+    def links(self) -> Sequence[Link]:
+        links: tuple[Link, ...] = self._get("links", lambda: tuple(
+            Link(SpanContext(int.from_bytes(link.trace_id, "big"),
+                             int.from_bytes(link.span_id, "big"),
+                             is_remote=_is_remote(link.flags),
+                             trace_flags=TraceFlags(link.flags & 0xFF)),
+                 attributes_of(link.attributes))
+            for link in self.pb.links))
+        return links
+
+    @property
+    def dropped_attributes(self) -> int:
+        dropped: int = self.pb.dropped_attributes_count
+        return dropped
+
+    @property
+    def dropped_events(self) -> int:
+        dropped: int = self.pb.dropped_events_count
+        return dropped
+
+    @property
+    def dropped_links(self) -> int:
+        dropped: int = self.pb.dropped_links_count
+        return dropped
+
+    def to_json(self, indent: int | None = 4) -> str:
+        text: str = ReadableSpan(
+            self.name, self.context, self.parent, self.resource, dict(self.attributes or {}),
+            self.events, self.links, self.kind, None, self.status, self.start_time,
+            self.end_time, self.instrumentation_scope).to_json(indent)
+        return text
+
+    def _build_context(self) -> SpanContext:
+        pb = self.pb
+        trace_state = TraceState.from_header([pb.trace_state]) if pb.trace_state else None
+        return SpanContext(int.from_bytes(pb.trace_id, "big"), int.from_bytes(pb.span_id, "big"),
+                           is_remote=False, trace_flags=TraceFlags(pb.flags & 0xFF),
+                           trace_state=trace_state)
+
+    def _build_parent(self) -> SpanContext:
+        pb = self.pb
+        return SpanContext(int.from_bytes(pb.trace_id, "big"),
+                           int.from_bytes(pb.parent_span_id, "big"),
+                           is_remote=_is_remote(pb.flags), trace_flags=TraceFlags(pb.flags & 0xFF))
 
 
 def convert_request(request: ExportTraceServiceRequest, limits: Limits) -> Converted:
     out = Converted()
     for rs in request.resource_spans:
-        resource = Resource(_attributes(rs.resource.attributes, limits), rs.schema_url or None)
+        resource = Resource(attributes_of(rs.resource.attributes), rs.schema_url or None)
         for ss in rs.scope_spans:
             scope = InstrumentationScope(
                 ss.scope.name, ss.scope.version or None, ss.schema_url or None,
-                _attributes(ss.scope.attributes, limits) or None,
+                attributes_of(ss.scope.attributes) or None,
             )
+            origin = (rs, ss)
             for pb in ss.spans:
-                try:
-                    out.spans.append(convert_span(pb, (rs, ss), resource, scope, limits))
-                except SpanRejected as exc:
-                    out.reject(str(exc))
+                reason = check_span(pb, limits)
+                if reason is None:
+                    out.spans.append(ReceivedSpan(pb, origin, resource, scope))
+                else:
+                    out.reject(reason)
     return out
 
 
-def convert_span(pb: PbSpan, origin: tuple[ResourceSpans, ScopeSpans], resource: Resource,
-                 scope: InstrumentationScope, limits: Limits) -> ReceivedSpan:
-    if len(pb.trace_id) != 16 or not any(pb.trace_id):
-        raise SpanRejected("span with an invalid trace_id (must be 16 non-zero bytes)")
-    if len(pb.span_id) != 8 or not any(pb.span_id):
-        raise SpanRejected("span with an invalid span_id (must be 8 non-zero bytes)")
-    if pb.parent_span_id and len(pb.parent_span_id) != 8:
-        raise SpanRejected("span with an invalid parent_span_id (must be 8 bytes)")
+def check_span(pb: PbSpan, limits: Limits) -> str | None:
+    """Why ``pb`` must be rejected, or None. Each protobuf field read costs about a
+    microsecond here, so fields are read once, and counted only when the span is
+    big enough to break a count limit (a key-value, event or link takes >= 2 bytes)."""
+    trace_id, span_id, parent_id = pb.trace_id, pb.span_id, pb.parent_span_id
+    if len(trace_id) != 16 or trace_id == _ZERO_TRACE_ID:
+        return "span with an invalid trace_id (must be 16 non-zero bytes)"
+    if len(span_id) != 8 or span_id == _ZERO_SPAN_ID:
+        return "span with an invalid span_id (must be 8 non-zero bytes)"
+    if parent_id and len(parent_id) != 8:
+        return "span with an invalid parent_span_id (must be 8 bytes)"
+    links = pb.links
+    if links and any(len(link.trace_id) != 16 or len(link.span_id) != 8 for link in links):
+        return "span with a link of invalid trace_id/span_id"
+    if pb.ByteSize() < 2 * limits.smallest:
+        return None
     if len(pb.attributes) > limits.max_attributes:
-        raise SpanRejected(f"span with {len(pb.attributes)} attributes "
-                           f"(limit {limits.max_attributes})")
+        return f"span with {len(pb.attributes)} attributes (limit {limits.max_attributes})"
     if len(pb.events) > limits.max_events:
-        raise SpanRejected(f"span with {len(pb.events)} events (limit {limits.max_events})")
-    if len(pb.links) > limits.max_links:
-        raise SpanRejected(f"span with {len(pb.links)} links (limit {limits.max_links})")
-    trace_id = int.from_bytes(pb.trace_id, "big")
-    trace_state = TraceState.from_header([pb.trace_state]) if pb.trace_state else None
-    context = SpanContext(trace_id, int.from_bytes(pb.span_id, "big"), is_remote=False,
-                          trace_flags=TraceFlags(pb.flags & 0xFF), trace_state=trace_state)
-    parent = None
-    if pb.parent_span_id and any(pb.parent_span_id):
-        parent = SpanContext(trace_id, int.from_bytes(pb.parent_span_id, "big"),
-                             is_remote=_is_remote(pb.flags),
-                             trace_flags=TraceFlags(pb.flags & 0xFF))
-    code = _STATUS.get(pb.status.code, StatusCode.UNSET)
-    status = Status(code, pb.status.message if code is StatusCode.ERROR else None)
-    return ReceivedSpan(
-        pb,
-        origin,
-        name=pb.name,
-        context=context,
-        parent=parent,
-        resource=resource,
-        attributes=_attributes(pb.attributes, limits),
-        events=[Event(e.name, _attributes(e.attributes, limits), e.time_unix_nano, limit=None)
-                for e in pb.events],
-        links=[_link(link, limits) for link in pb.links],
-        kind=_KINDS.get(pb.kind, SpanKind.INTERNAL),
-        status=status,
-        start_time=pb.start_time_unix_nano,
-        end_time=pb.end_time_unix_nano,
-        instrumentation_scope=scope,
-    )
-
-
-def _link(link: PbSpan.Link, limits: Limits) -> Link:
-    if len(link.trace_id) != 16 or len(link.span_id) != 8:
-        raise SpanRejected("span with a link of invalid trace_id/span_id")
-    context = SpanContext(int.from_bytes(link.trace_id, "big"),
-                          int.from_bytes(link.span_id, "big"),
-                          is_remote=_is_remote(link.flags),
-                          trace_flags=TraceFlags(link.flags & 0xFF))
-    return Link(context, _attributes(link.attributes, limits))
+        return f"span with {len(pb.events)} events (limit {limits.max_events})"
+    if len(links) > limits.max_links:
+        return f"span with {len(links)} links (limit {limits.max_links})"
+    return None
 
 
 def _is_remote(flags: int) -> bool:
     return bool(flags & _HAS_IS_REMOTE) and bool(flags & _IS_REMOTE)
 
 
-def _attributes(kvs: Iterable[KeyValue], limits: Limits) -> dict[str, Any]:
+def attributes_of(kvs: Iterable[KeyValue]) -> dict[str, Any]:
+    """Key-values as SDK attributes; empty values and values nested deeper than
+    ``MAX_VALUE_DEPTH`` are left out."""
     out: dict[str, Any] = {}
     for kv in kvs:
-        value = any_value(kv.value, limits, 0)
+        try:
+            value = any_value(kv.value, 0)
+        except _TooDeep:
+            continue
         if value is not None:
             out[kv.key] = value
     return out
 
 
-def any_value(value: AnyValue, limits: Limits, depth: int) -> Any:
+class _TooDeep(Exception):
+    pass
+
+
+def any_value(value: AnyValue, depth: int) -> Any:
     """An ``AnyValue`` as an SDK attribute value: arrays become tuples, kvlists dicts."""
     which = value.WhichOneof("value")
-    if which == "string_value":
-        if len(value.string_value) > limits.max_attribute_bytes:
-            raise SpanRejected(f"attribute value over {limits.max_attribute_bytes} bytes")
-        return value.string_value
-    if which in ("bool_value", "int_value", "double_value"):
+    if which is None:
+        return None
+    if which not in ("array_value", "kvlist_value"):
         return getattr(value, which)
-    if which == "bytes_value":
-        return value.bytes_value
-    if depth >= _MAX_VALUE_DEPTH:
-        raise SpanRejected(f"attribute value nested deeper than {_MAX_VALUE_DEPTH}")
+    if depth >= MAX_VALUE_DEPTH:
+        raise _TooDeep
     if which == "array_value":
-        return tuple(v for v in (any_value(x, limits, depth + 1)
-                                 for x in value.array_value.values) if v is not None)
-    if which == "kvlist_value":
-        return _kvlist(value.kvlist_value.values, limits, depth + 1)
-    return None
+        return tuple(v for v in (any_value(x, depth + 1) for x in value.array_value.values)
+                     if v is not None)
+    return _kvlist(value.kvlist_value.values, depth + 1)
 
 
-def _kvlist(kvs: Iterable[KeyValue], limits: Limits, depth: int) -> Mapping[str, Any]:
-    return {kv.key: any_value(kv.value, limits, depth) for kv in kvs}
+def _kvlist(kvs: Iterable[KeyValue], depth: int) -> Mapping[str, Any]:
+    return {kv.key: any_value(kv.value, depth) for kv in kvs}

@@ -1,9 +1,10 @@
 """The downstream exporter: the official OTLP gRPC or HTTP span exporter.
 
-For gRPC, ``encode_batch`` replaces the SDK's per-span re-encoding for spans that
-leave unchanged: their protobuf is reused as it arrived (one C-level copy) and only
-spans the gateway made or changed (scored roots, evaluation spans) go through the
-SDK encoder. Transport, retry and TLS stay the official exporter's."""
+For gRPC, ``encode_batch`` replaces the SDK's per-span re-encoding for received
+spans (``ReceivedSpan`` is read-only, so they leave unchanged): their protobuf is
+reused as it arrived (one C-level copy) and only spans the gateway made (scored
+copies of roots, evaluation spans, content-policy copies) go through the SDK
+encoder. Transport, retry and TLS stay the official exporter's."""
 
 from __future__ import annotations
 
@@ -27,8 +28,7 @@ def encode_batch(spans: Sequence[ReadableSpan]) -> ExportTraceServiceRequest:
     fresh: list[ReadableSpan] = []
     groups: dict[tuple[int, int], tuple[ResourceSpans, ScopeSpans, list[PbSpan]]] = {}
     for span in spans:
-        pb = span.unchanged_pb() if isinstance(span, ReceivedSpan) else None
-        if pb is None or not isinstance(span, ReceivedSpan):
+        if not isinstance(span, ReceivedSpan):
             fresh.append(span)
             continue
         rs, ss = span.origin
@@ -36,7 +36,7 @@ def encode_batch(spans: Sequence[ReadableSpan]) -> ExportTraceServiceRequest:
         group = groups.get(key)
         if group is None:
             groups[key] = group = (rs, ss, [])
-        group[2].append(pb)
+        group[2].append(span.pb)
     request = encode_spans(fresh) if fresh else ExportTraceServiceRequest()
     for rs, ss, pbs in groups.values():
         out_rs = request.resource_spans.add()

@@ -88,6 +88,17 @@ class ForwardQueue(SpanProcessor):
             logger.warning("forward queue full (%d spans): dropping spans (counted in "
                            "ragas_gateway_spans_dropped_total)", self._max_spans)
 
+    def offer(self, spans: list[ReadableSpan]) -> None:
+        """Queue received spans in one go (the receivers checked ``admits`` first)."""
+        with self._lock:
+            room = self._max_spans - len(self._queue) - self._in_flight
+            if self._stopping.is_set():
+                room = 0
+            self._queue.extend(spans[:max(room, 0)])
+            self._wake.notify()
+        if len(spans) > room:
+            self._stats.dropped("forward_queue_full", len(spans) - max(room, 0))
+
     def _run(self) -> None:
         while True:
             with self._lock:

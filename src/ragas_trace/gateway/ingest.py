@@ -1,9 +1,10 @@
 """What both receivers do with a decoded request: refuse it when the forward queue
-has no room (the sender retries later), else convert it, hand the spans to the
-trace assembler and report per-span rejections as OTLP partial success."""
+has no room (the sender retries later), else convert it, deliver the spans and
+report per-span rejections as OTLP partial success."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
@@ -11,8 +12,8 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
     ExportTraceServiceRequest,
     ExportTraceServiceResponse,
 )
+from opentelemetry.sdk.trace import ReadableSpan
 
-from ragas_trace.gateway.assembler import TraceAssembler
 from ragas_trace.gateway.convert import Limits, convert_request
 from ragas_trace.gateway.forward import ForwardQueue
 from ragas_trace.gateway.stats import GatewayStats
@@ -28,7 +29,10 @@ class Busy(Exception):
 
 @dataclass(frozen=True)
 class Ingest:
-    assembler: TraceAssembler
+    """``deliver`` takes the accepted spans: the trace assembler when scoring, the
+    forward queue's ``offer`` when not."""
+
+    deliver: Callable[[list[ReadableSpan]], None]
     forward: ForwardQueue
     stats: GatewayStats
     limits: Limits
@@ -42,7 +46,7 @@ class Ingest:
             self.stats.refused("busy")
             raise Busy(self.retry_after_s)
         converted = convert_request(request, self.limits)
-        self.assembler.add(converted.spans)
+        self.deliver(converted.spans)
         self.stats.received(len(converted.spans), converted.rejected)
         response = ExportTraceServiceResponse()
         if converted.rejected:

@@ -55,9 +55,15 @@ class ScoringSink:
                                        meter_provider=meter_provider,
                                        service=settings.service_name)
         self.processor = self.pipeline.processor
+        self._forward = forward
 
     def pass_through(self, span: ReadableSpan) -> None:
-        self.processor.on_end(span)
+        # The processor would forward it as it is (no RAG sign, unknown trace); with
+        # content kept, skip its bookkeeping so the span is never decoded.
+        if self.processor.policy.passthrough:
+            self._forward.on_end(span)
+        else:
+            self.processor.on_end(span)
 
     def complete(self, spans: list[ReadableSpan], why: Release) -> None:
         if why in ("evicted", "shutdown"):

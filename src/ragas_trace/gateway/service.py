@@ -7,13 +7,14 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from collections.abc import Callable
 from typing import Any
 
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.trace.export import SpanExporter
 
-from ragas_trace.gateway.assembler import Release, TraceAssembler
+from ragas_trace.gateway.assembler import TraceAssembler
 from ragas_trace.gateway.convert import Limits
 from ragas_trace.gateway.downstream import make_exporter
 from ragas_trace.gateway.forward import ForwardQueue
@@ -28,23 +29,6 @@ from ragas_trace.judges.base import Judge
 from ragas_trace.providers import PrometheusEndpoint
 
 logger = logging.getLogger(__name__)
-
-
-class ForwardOnly:
-    """The sink when scoring is off: every span straight to the forward queue."""
-
-    def __init__(self, forward: ForwardQueue) -> None:
-        self._forward = forward
-
-    def pass_through(self, span: ReadableSpan) -> None:
-        self._forward.on_end(span)
-
-    def complete(self, spans: list[ReadableSpan], why: Release) -> None:
-        for span in spans:
-            self._forward.on_end(span)
-
-    def close(self, timeout_s: float) -> bool:
-        return True
 
 
 class Gateway:
@@ -73,26 +57,28 @@ class Gateway:
             self.metrics = PrometheusEndpoint(
                 settings.metrics_port, settings.metrics_host,
                 Resource.create({"service.name": settings.service_name}))
-        self.sink: ForwardOnly | ScoringSink
-        if settings.judge == "off" and judge is None:
-            self.sink = ForwardOnly(self.forward)
-        else:
+        # Without scoring nothing needs holding: spans go straight to the queue.
+        self.sink: ScoringSink | None = None
+        self.assembler: TraceAssembler | None = None
+        deliver: Callable[[list[ReadableSpan]], None] = self.forward.offer
+        if settings.judge != "off" or judge is not None:
             self.sink = ScoringSink(settings, self.forward, judge=judge,
                                     meter_provider=self.metrics.meter_provider if self.metrics
                                     else None)
-        self.assembler = TraceAssembler(self.sink, quiet_s=settings.quiet_s,
-                                        max_wait_s=settings.max_wait_s,
-                                        max_spans=settings.max_trace_spans)
+            self.assembler = TraceAssembler(self.sink, quiet_s=settings.quiet_s,
+                                            max_wait_s=settings.max_wait_s,
+                                            max_spans=settings.max_trace_spans)
+            deliver = self.assembler.add
+            self.stats.add_gauge("held_traces", self.assembler.held_traces)
+            self.stats.add_gauge("held_spans", self.assembler.held_spans)
         self.stats.add_gauge("forward_queue_spans", self.forward.pending)
-        self.stats.add_gauge("held_traces", self.assembler.held_traces)
-        self.stats.add_gauge("held_spans", self.assembler.held_spans)
         if self.metrics is not None:
             self.stats.register_metrics(
                 self.metrics.meter_provider.get_meter("ragas_trace.gateway"))
         security = Security(settings.token(), settings.tls_cert, settings.tls_key)
         limits = Limits(max_attributes=settings.max_attributes, max_events=settings.max_events,
                         max_links=settings.max_links)
-        ingest = Ingest(self.assembler, self.forward, self.stats, limits)
+        ingest = Ingest(deliver, self.forward, self.stats, limits)
         self.grpc: OtlpGrpcServer | None = None
         self.http: OtlpHttpServer | None = None
         if settings.otlp_grpc:
@@ -133,13 +119,13 @@ class Gateway:
         snap = self.stats.snapshot()
         snap["status"] = "stopping" if self._stopping.is_set() else "ok"
         snap["uptime_s"] = round(time.monotonic() - self._started, 1)
-        if isinstance(self.sink, ScoringSink):
+        if self.sink is not None:
             snap["scoring"] = self.sink.health()
         return snap
 
     def _tick_loop(self) -> None:
         period = min(0.25, self.settings.quiet_s / 4)
-        while not self._stopping.wait(period):
+        while self.assembler is not None and not self._stopping.wait(period):
             self.assembler.tick()
 
     def stop(self, timeout_s: float = 10.0) -> bool:
@@ -154,8 +140,10 @@ class Gateway:
         if self.grpc is not None:
             self.grpc.stop(grace_s=min(2.0, timeout_s / 4))
         self._ticker.join(timeout=1.0)
-        self.assembler.close()
-        sink_ok = self.sink.close(max(0.1, (deadline - time.monotonic()) * 0.6))
+        sink_ok = True
+        if self.assembler is not None and self.sink is not None:
+            self.assembler.close()
+            sink_ok = self.sink.close(max(0.1, (deadline - time.monotonic()) * 0.6))
         forward_ok = self.forward.close(max(0.1, deadline - time.monotonic()))
         if self.metrics is not None:
             self.metrics.close(max(0.0, deadline - time.monotonic()) * 1000)

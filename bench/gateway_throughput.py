@@ -1,0 +1,274 @@
+"""Gateway throughput: spans per second forwarded, CPU per 1,000 spans and peak
+memory of the forwarding process, for three configurations measured in the same
+run, interleaved (shuffled order every round), medians over rounds:
+
+  baseline  a plain OTLP/gRPC pass-through written with the same stack (grpcio
+            server, request forwarded as received with a grpcio stub): the floor
+            of any Python OTLP hop; it does no Python work per span
+  sdk_relay for reference, the obvious way to relay with the SDK: every span
+            decoded to a ReadableSpan and re-encoded by the stock OTLP exporter
+  off       ``ragas-trace serve --judge off``: decode to SDK spans, reassemble,
+            forward through the official OTLP exporter behind the bounded queue
+  local10   ``ragas-trace serve --judge local --sample-rate 0.1``
+
+Each configuration runs in its own process (so CPU and peak RSS are its own),
+between a load generator sending pre-encoded requests of ~500 spans from 4
+threads and a downstream that parses and counts. The traffic mixes OpenInference
+and OpenLLMetry RAG traces with plain HTTP traces. Throughput = spans sent /
+time until the downstream has them all (held RAG roots included, so the
+reassembly quiet time is inside the figure). Target: off >= 80% of baseline.
+
+    python bench/gateway_throughput.py [--spans 60000] [--rounds 3] [--json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import signal
+import statistics
+import subprocess
+import sys
+import threading
+import time
+from concurrent import futures
+from typing import Any
+
+import grpc
+from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
+from opentelemetry.proto.collector.trace.v1 import trace_service_pb2_grpc
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
+    ExportTraceServiceRequest,
+    ExportTraceServiceResponse,
+)
+
+from ragas_trace.testing import InMemoryTracing
+from ragas_trace.testing.rag_traces import openinference_request, openllmetry_request, plain_request
+
+CONFIGS = ("baseline", "sdk_relay", "off", "local10")
+_TICK = os.sysconf("SC_CLK_TCK")
+
+
+class CountingDownstream:
+    """OTLP/gRPC sink that parses each request and counts its spans."""
+
+    def __init__(self) -> None:
+        self.count = 0
+        self._lock = threading.Lock()
+        sink = self
+
+        class Service(trace_service_pb2_grpc.TraceServiceServicer):  # type: ignore[misc]
+            def Export(self, request: ExportTraceServiceRequest, context: Any) -> Any:
+                n = sum(len(ss.spans) for rs in request.resource_spans for ss in rs.scope_spans)
+                with sink._lock:
+                    sink.count += n
+                return ExportTraceServiceResponse()
+
+        self.server = grpc.server(futures.ThreadPoolExecutor(max_workers=4))
+        trace_service_pb2_grpc.add_TraceServiceServicer_to_server(Service(), self.server)
+        self.port = self.server.add_insecure_port("127.0.0.1:0")
+        self.server.start()
+
+    def reset(self) -> None:
+        with self._lock:
+            self.count = 0
+
+
+def make_requests(total_spans: int) -> list[bytes]:
+    """Pre-encoded requests of about 500 spans: 45% OpenInference RAG traces, 45%
+    OpenLLMetry RAG traces, 10% plain traces (by trace count)."""
+    tracing = InMemoryTracing()
+    tracer = tracing.tracer
+    i = 0
+    while len(tracing.spans()) < total_spans:
+        kind = i % 20
+        if kind < 9:
+            openinference_request(tracer, i)
+        elif kind < 18:
+            openllmetry_request(tracer, i)
+        else:
+            plain_request(tracer, i)
+        i += 1
+    spans = list(tracing.spans())[:total_spans]
+    return [encode_spans(spans[k:k + 500]).SerializeToString()
+            for k in range(0, len(spans), 500)]
+
+
+def span_count(body: bytes) -> int:
+    request = ExportTraceServiceRequest.FromString(body)
+    return sum(len(ss.spans) for rs in request.resource_spans for ss in rs.scope_spans)
+
+
+def run_proxy(listen: str, forward: str, sdk: bool) -> None:
+    """The baseline (forward each request as received) or the SDK relay."""
+    from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import OTLPSpanExporter
+
+    from ragas_trace.gateway.convert import Limits, convert_request
+
+    stub = trace_service_pb2_grpc.TraceServiceStub(grpc.insecure_channel(forward))
+    exporter = OTLPSpanExporter(endpoint=forward, insecure=True)
+
+    class Service(trace_service_pb2_grpc.TraceServiceServicer):  # type: ignore[misc]
+        def Export(self, request: ExportTraceServiceRequest, context: Any) -> Any:
+            if not sdk:
+                return stub.Export(request, timeout=10)
+            spans = convert_request(request, Limits()).spans
+            for span in spans:
+                span.attributes  # noqa: B018  decode, as an eager converter would
+            exporter.export(spans)
+            return ExportTraceServiceResponse()
+
+    server = grpc.server(futures.ThreadPoolExecutor(max_workers=8))
+    trace_service_pb2_grpc.add_TraceServiceServicer_to_server(Service(), server)
+    port = server.add_insecure_port(listen)
+    server.start()
+    print(json.dumps({"event": "ready", "otlp_grpc": f"127.0.0.1:{port}"}), flush=True)
+    stop = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    stop.wait()
+    server.stop(grace=1)
+
+
+def start(config: str, downstream: str) -> tuple[subprocess.Popen[str], str]:
+    if config in ("baseline", "sdk_relay"):
+        cmd = [sys.executable, __file__, "--proxy", "127.0.0.1:0", downstream,
+               "sdk" if config == "sdk_relay" else "raw"]
+    else:
+        judge = ["--judge", "off"] if config == "off" else \
+            ["--judge", "local", "--sample-rate", "0.1"]
+        cmd = [sys.executable, "-m", "ragas_trace.cli.main", "serve", "--otlp-grpc",
+               "127.0.0.1:0", "--otlp-http", "off", "--forward-endpoint", downstream,
+               "--quiet-s", "0.2", "--queue-spans", "50000", "--log-level", "error", *judge]
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True)
+    assert proc.stdout is not None
+    ready = json.loads(proc.stdout.readline())
+    return proc, ready["otlp_grpc"]
+
+
+def cpu_seconds(pid: int) -> float:
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / _TICK
+
+
+def peak_rss_mb(pid: int) -> float:
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+def send_all(endpoint: str, requests: list[bytes], threads: int = 4) -> int:
+    """Send every request, retrying those refused as busy; returns the refusals."""
+    channel = grpc.insecure_channel(endpoint)
+    export = channel.unary_unary(
+        "/opentelemetry.proto.collector.trace.v1.TraceService/Export",
+        request_serializer=None, response_deserializer=ExportTraceServiceResponse.FromString)
+    refused = 0
+    lock = threading.Lock()
+
+    def worker(chunk: list[bytes]) -> None:
+        nonlocal refused
+        for body in chunk:
+            while True:
+                try:
+                    export(body, timeout=30)
+                    break
+                except grpc.RpcError as err:
+                    if err.code() not in (grpc.StatusCode.UNAVAILABLE,
+                                          grpc.StatusCode.RESOURCE_EXHAUSTED):
+                        raise
+                    with lock:
+                        refused += 1
+                    time.sleep(0.05)
+
+    pool = [threading.Thread(target=worker, args=(requests[k::threads],))
+            for k in range(threads)]
+    for t in pool:
+        t.start()
+    for t in pool:
+        t.join()
+    channel.close()
+    return refused
+
+
+def measure(config: str, sink: CountingDownstream, requests: list[bytes],
+            total: int) -> dict[str, float]:
+    sink.reset()
+    proc, endpoint = start(config, f"127.0.0.1:{sink.port}")
+    try:
+        send_all(endpoint, requests[:4])  # warm-up: connections, judge model load
+        warm = sum(span_count(r) for r in requests[:4])
+        deadline = time.monotonic() + 60
+        while sink.count < warm and time.monotonic() < deadline:
+            time.sleep(0.05)
+        time.sleep(0.5)
+        sink.reset()
+        body = requests[4:]
+        cpu0, t0 = cpu_seconds(proc.pid), time.perf_counter()
+        refused = send_all(endpoint, body)
+        deadline = time.monotonic() + 120
+        while sink.count < total and time.monotonic() < deadline:
+            time.sleep(0.01)
+        elapsed = time.perf_counter() - t0
+        cpu = cpu_seconds(proc.pid) - cpu0
+        return {"spans_per_s": total / elapsed, "cpu_ms_per_1000": cpu / total * 1e6,
+                "peak_rss_mb": peak_rss_mb(proc.pid), "refused": refused,
+                "complete": float(sink.count >= total)}
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(60)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--spans", type=int, default=60_000)
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--json", action="store_true")
+    parser.add_argument("--proxy", nargs=3, metavar=("LISTEN", "FORWARD", "MODE"),
+                        help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.proxy:
+        run_proxy(args.proxy[0], args.proxy[1], args.proxy[2] == "sdk")
+        return
+    requests = make_requests(args.spans + 4 * 500)
+    total = sum(span_count(r) for r in requests[4:])
+    sink = CountingDownstream()
+    results: dict[str, list[dict[str, float]]] = {c: [] for c in CONFIGS}
+    for round_no in range(args.rounds):
+        order = list(CONFIGS)
+        random.shuffle(order)
+        for config in order:
+            result = measure(config, sink, requests, total)
+            results[config].append(result)
+            if not args.json:
+                print(f"round {round_no + 1} {config:9s} {result['spans_per_s']:8.0f} spans/s "
+                      f"{result['cpu_ms_per_1000']:6.1f} ms CPU/1k spans "
+                      f"{result['peak_rss_mb']:6.0f} MB peak  refused {result['refused']:.0f}",
+                      flush=True)
+    summary = {c: {k: statistics.median(r[k] for r in results[c]) for k in results[c][0]}
+               for c in CONFIGS}
+    base = summary["baseline"]["spans_per_s"]
+    for c in CONFIGS:
+        summary[c]["vs_baseline"] = summary[c]["spans_per_s"] / base
+    if args.json:
+        print(json.dumps({"spans": total, "rounds": args.rounds, "median": summary}, indent=2))
+        return
+    print(f"\nmedians over {args.rounds} rounds, {total} spans per run")
+    print(f"{'config':9s} {'spans/s':>9s} {'vs base':>8s} {'CPU ms/1k':>10s} {'peak MB':>8s}")
+    for c in CONFIGS:
+        s = summary[c]
+        print(f"{c:9s} {s['spans_per_s']:9.0f} {s['vs_baseline']:8.2f} "
+              f"{s['cpu_ms_per_1000']:10.1f} {s['peak_rss_mb']:8.0f}")
+    print(f"target: off >= 0.80 x baseline -> {summary['off']['vs_baseline']:.2f} "
+          f"({'met' if summary['off']['vs_baseline'] >= 0.8 else 'NOT met'})")
+
+
+if __name__ == "__main__":
+    main()
