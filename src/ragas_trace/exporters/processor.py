@@ -25,6 +25,7 @@ from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter
 from opentelemetry.trace import Tracer
 from opentelemetry.util.types import AttributeValue
 
+from ragas_trace import semconv as sc
 from ragas_trace._internal_errors import record_internal_error
 from ragas_trace.exporters.content_policy import ContentPolicy
 from ragas_trace.exporters.evaluation_span import build_evaluation_span, emit_evaluation_span
@@ -32,7 +33,7 @@ from ragas_trace.exporters.metrics import ScorerMetrics
 from ragas_trace.exporters.score_attributes import score_attributes
 from ragas_trace.exporters.span_copy import copy_span
 from ragas_trace.exporters.trace_buffer import TraceBuffer
-from ragas_trace.extract import extract_record, is_rag_root_candidate, span_kind
+from ragas_trace.extract import extract_record, question_of, span_kind
 from ragas_trace.record import RagRecord
 from ragas_trace.scorer.background import BackgroundScorer
 from ragas_trace.scorer.outcome import EvaluationStatus, Outcome
@@ -164,23 +165,21 @@ class ScoringSpanProcessor(SpanProcessor):
 
     def _started(self, span: ReadableSpan, track: bool) -> None:
         kind = span_kind(span)
-        candidate = kind in _ROOT_KINDS and is_rag_root_candidate(span)
+        candidate = kind in _ROOT_KINDS and question_of(span) is not None
         self._traces.started(span, candidate, track)
 
     def _ended(self, span: ReadableSpan) -> None:
+        # On the app's thread: only bookkeeping here; the record is extracted on the
+        # scorer thread.
         kind = span_kind(span)
-        candidate = kind in _ROOT_KINDS and is_rag_root_candidate(span)
+        candidate = kind in _ROOT_KINDS and question_of(span) is not None
         if not self._traces.ended(span, kind, candidate):
             self._forward(span)
             return
         descendants = self._traces.take(span)
-        record = extract_record([span, *descendants], root=span)
-        if record is None:
-            self._forward(span)
-            return
         decision = self.sampler.decide(span)
         if not decision.sampled:
-            self.metrics.not_scored(EvaluationStatus.NOT_SAMPLED, record.app_name,
+            self.metrics.not_scored(EvaluationStatus.NOT_SAMPLED, _app_name(span),
                                     self.scorer.judge_name)
             self._release(span, EvaluationStatus.NOT_SAMPLED, decision.reason)
             return
@@ -192,18 +191,19 @@ class ScoringSpanProcessor(SpanProcessor):
                 if len(self._held) == 1:
                     self._wake.notify()
         if full:
-            self._drop(span, record, "hold_full")
+            self._drop(span, "hold_full")
             return
-        if not self.scorer.submit(record, functools.partial(self._scored, span)):
+        source = functools.partial(extract_record, [span, *descendants], root=span)
+        if not self.scorer.submit(source, functools.partial(self._scored, span)):
             with self._lock:
                 still_held = self._held.pop(key, None) is not None
             if still_held:
-                self._drop(span, record, "queue_full")
+                self._drop(span, "queue_full")
 
-    def _scored(self, span: ReadableSpan, record: RagRecord, outcome: Outcome) -> None:
+    def _scored(self, span: ReadableSpan, record: RagRecord | None, outcome: Outcome) -> None:
         """Scorer thread: the judge's answer for ``span``."""
         judge = self.scorer.judge_name
-        self.metrics.evaluation(outcome, record.app_name, judge)
+        self.metrics.evaluation(outcome, record.app_name if record else _app_name(span), judge)
         if outcome.status is EvaluationStatus.DROPPED:
             self.metrics.dropped(outcome.reason or "dropped")
         if outcome.scores is not None:
@@ -215,9 +215,9 @@ class ScoringSpanProcessor(SpanProcessor):
         if outcome.status is EvaluationStatus.SCORED and self._evaluation_spans:
             self._emit_evaluation(span, outcome, judge)
 
-    def _drop(self, span: ReadableSpan, record: RagRecord, reason: str) -> None:
+    def _drop(self, span: ReadableSpan, reason: str) -> None:
         self.metrics.dropped(reason)
-        self.metrics.not_scored(EvaluationStatus.DROPPED, record.app_name,
+        self.metrics.not_scored(EvaluationStatus.DROPPED, _app_name(span),
                                 self.scorer.judge_name)
         self._release(span, EvaluationStatus.DROPPED, reason)
 
@@ -289,3 +289,9 @@ class ScoringSpanProcessor(SpanProcessor):
     def _key(span: ReadableSpan) -> tuple[int, int]:
         ctx = span.context
         return (ctx.trace_id, ctx.span_id) if ctx is not None else (0, 0)
+
+
+def _app_name(span: ReadableSpan) -> str:
+    """The ``app`` metric label, as ``extract_record`` derives it."""
+    name = (span.attributes or {}).get(sc.RAGAS_APP_NAME)
+    return name if isinstance(name, str) else span.name

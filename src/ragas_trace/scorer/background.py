@@ -1,13 +1,18 @@
 """The background scorer: its own asyncio event loop in a daemon thread, so sync
 and async apps alike hand records over without waiting.
 
-``submit`` never blocks the caller: it counts the record against a bounded queue
-and schedules it on the loop; when the queue is full it returns ``False`` and the
-caller records the drop. At most ``concurrency`` records are with the judge at
-once, each under a per-record timeout, behind a circuit breaker. Retries of
-individual HTTP calls are the judge's business (the OpenAI judge retries 429s
-and 5xx with backoff); the scorer does not retry a whole record, which would
-multiply the judge's cost exactly when it is struggling.
+``submit`` never blocks the caller: it appends the record to a bounded inbox
+under a lock and returns; when the queue is full it returns ``False`` and the
+caller records the drop. The loop collects the inbox every ``POLL_S`` while it
+has work, and is woken (one cross-thread call) only when it was idle: waking it
+on every submit would hand the GIL to the scorer thread in the middle of the
+app's request, which measurably slowed requests down.
+
+At most ``concurrency`` records are with the judge at once, each under a
+per-record timeout, behind a circuit breaker. Retries of individual HTTP calls
+are the judge's business (the OpenAI judge retries 429s and 5xx with backoff);
+the scorer does not retry a whole record, which would multiply the judge's cost
+exactly when it is struggling.
 
 Everything on the loop runs in a context with OpenTelemetry's
 suppress-instrumentation key set, so the judge's own calls are never traced."""
@@ -15,12 +20,12 @@ suppress-instrumentation key set, so the judge's own calls are never traced."""
 from __future__ import annotations
 
 import asyncio
-import contextvars
 import logging
 import os
 import threading
 import time
 import weakref
+from collections import deque
 from collections.abc import Callable
 
 from opentelemetry import context as otel_context
@@ -34,15 +39,20 @@ from ragas_trace.scorer.outcome import EvaluationStatus, Outcome, is_judge_failu
 
 logger = logging.getLogger("ragas_trace")
 
-Done = Callable[[RagRecord, Outcome], None]
+Done = Callable[[RagRecord | None, Outcome], None]
+# A record, or a function building it: the processor hands over the extraction so
+# that it runs on the scorer thread, not in the app's request.
+RecordSource = RagRecord | Callable[[], RagRecord | None]
+POLL_S = 0.01
 
 
 class BackgroundScorer:
     """Scores ``RagRecord``s with ``judge`` off the caller's thread.
 
     ``done(record, outcome)`` is called on the scorer thread exactly once for every
-    accepted record (with status ``dropped`` / reason ``shutdown`` if shutdown
-    cancels it); it must be quick and must not block.
+    accepted record, with status ``dropped`` / reason ``shutdown`` if shutdown
+    cancels it (``record`` is ``None`` when a record function gave none); it must
+    be quick and must not block.
     """
 
     def __init__(
@@ -79,8 +89,11 @@ class BackgroundScorer:
         self._pid = os.getpid()
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
-        self._loop_context: contextvars.Context | None = None
         self._semaphore: asyncio.Semaphore | None = None
+        self._wake: asyncio.Event | None = None
+        self._pump_task: asyncio.Task[None] | None = None
+        self._sleeping = False  # the loop waits for a wake-up, not polling
+        self._inbox: deque[tuple[RecordSource, Done]] = deque()
         self._tasks: set[asyncio.Task[None]] = set()
         self._pending = 0  # accepted and not yet done
         self._running = 0  # with the judge now
@@ -104,20 +117,22 @@ class BackgroundScorer:
         with self._lock:
             return self._pending
 
-    def submit(self, record: RagRecord, done: Done) -> bool:
+    def submit(self, record: RecordSource, done: Done) -> bool:
         """Queue ``record``; ``False`` (and no ``done`` call) when full or shut down."""
         with self._lock:
             if self._closed:
                 return False
-            loop, ctx = self._ensure_loop_locked()
+            loop = self._ensure_loop_locked()
             if self._pending - self._running >= self.queue_size:
                 return False
             self._pending += 1
-        try:
-            loop.call_soon_threadsafe(self._spawn, record, done, context=ctx)
-        except RuntimeError:  # the loop closed under us
-            self._finish_one()
-            return False
+            self._inbox.append((record, done))
+            wake, self._sleeping = self._sleeping, False
+        if wake and self._wake is not None:
+            try:
+                loop.call_soon_threadsafe(self._wake.set)
+            except RuntimeError:  # the loop closed under us; shutdown reports the rest
+                pass
         return True
 
     def drain(self, timeout_s: float) -> bool:
@@ -154,10 +169,10 @@ class BackgroundScorer:
 
     # -- the loop thread ------------------------------------------------------------
 
-    def _ensure_loop_locked(self) -> tuple[asyncio.AbstractEventLoop, contextvars.Context]:
+    def _ensure_loop_locked(self) -> asyncio.AbstractEventLoop:
         if self._pid != os.getpid():
             self._reset_runtime()
-        if self._loop is None or self._loop_context is None:
+        if self._loop is None:
             ready = threading.Event()
             loop = asyncio.new_event_loop()
             self._loop = loop
@@ -165,30 +180,52 @@ class BackgroundScorer:
                                             name="ragas-trace-scorer", daemon=True)
             self._thread.start()
             ready.wait()
-        if self._loop_context is None:
-            raise RuntimeError("scorer loop failed to start")
-        return self._loop, self._loop_context
+        return self._loop
 
     def _run_loop(self, loop: asyncio.AbstractEventLoop, ready: threading.Event) -> None:
         asyncio.set_event_loop(loop)
         otel_context.attach(otel_context.set_value(otel_context._SUPPRESS_INSTRUMENTATION_KEY,
                                                    True))
         self._semaphore = asyncio.Semaphore(self.concurrency)
-        self._loop_context = contextvars.copy_context()
+        self._wake = asyncio.Event()
+        # The pump inherits the suppressed context, and so do the tasks it starts.
+        self._pump_task = loop.create_task(self._pump())
         ready.set()
         try:
             loop.run_forever()
         finally:
             loop.close()
 
-    def _spawn(self, record: RagRecord, done: Done) -> None:
-        task = asyncio.get_running_loop().create_task(self._score(record, done))
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
+    async def _pump(self) -> None:
+        """Start a task per record in the inbox; poll while busy, sleep when idle."""
+        if self._wake is None:
+            raise RuntimeError("scorer loop not initialised")
+        loop = asyncio.get_running_loop()
+        while True:
+            with self._lock:
+                batch = list(self._inbox)
+                self._inbox.clear()
+                idle = not batch and self._pending == 0
+                if idle:
+                    self._sleeping = True
+                    self._wake.clear()
+            for record, done in batch:
+                task = loop.create_task(self._score(record, done))
+                self._tasks.add(task)
+                task.add_done_callback(self._tasks.discard)
+            if idle:
+                await self._wake.wait()
+            else:
+                await asyncio.sleep(POLL_S)
 
-    async def _score(self, record: RagRecord, done: Done) -> None:
+    async def _score(self, source: RecordSource, done: Done) -> None:
         outcome = Outcome(EvaluationStatus.DROPPED, reason="shutdown")
+        record: RagRecord | None = None
         try:
+            record = source if isinstance(source, RagRecord) else source()
+            if record is None:
+                outcome = Outcome(EvaluationStatus.UNSCORABLE, reason="no_record")
+                return
             if self._semaphore is None:
                 raise RuntimeError("scorer loop not initialised")
             async with self._semaphore:
@@ -201,6 +238,9 @@ class BackgroundScorer:
                         self._running -= 1
         except asyncio.CancelledError:
             pass
+        except Exception as exc:
+            outcome = Outcome(EvaluationStatus.FAILED, reason="internal_error")
+            record_internal_error("scorer.record", exc)
         finally:
             try:
                 done(record, outcome)
@@ -231,10 +271,15 @@ class BackgroundScorer:
         return outcome
 
     async def _stop(self) -> None:
-        for task in list(self._tasks):
+        with self._lock:
+            leftovers = list(self._inbox)
+            self._inbox.clear()
+        for record, done in leftovers:
+            self._tasks.add(asyncio.get_running_loop().create_task(self._score(record, done)))
+        tasks = [*self._tasks, *([self._pump_task] if self._pump_task else [])]
+        for task in tasks:
             task.cancel()
-        if self._tasks:
-            await asyncio.gather(*self._tasks, return_exceptions=True)
+        await asyncio.gather(*tasks, return_exceptions=True)
         if self._close_judge:
             try:
                 await asyncio.wait_for(self.judge.aclose(), 2.0)
