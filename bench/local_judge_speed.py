@@ -1,0 +1,62 @@
+"""Local judge on the 50 WikiEval records: model load time, records per second and
+peak RSS, in a process of its own so nothing else inflates the RSS figure.
+``judge_cost.py`` runs it; run it alone with ``python bench/local_judge_speed.py``.
+
+Targets (issue 4): at least 5 records/s on 2 cores, model load under 1 s, RSS under
+400 MB. The baseline for RSS is this same process just before the model loads
+(Python, numpy, the package), measured in the same run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import resource
+import statistics
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+DATA = Path("/work/shared/data/wikieval-50.json")
+
+
+def _rss_mb() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # kB on Linux
+
+
+def measure(records: int, repeats: int) -> dict[str, Any]:
+    from ragas_trace.judges.local import LocalJudge
+
+    rows = json.loads(DATA.read_text(encoding="utf-8"))[:records]
+    baseline_rss = _rss_mb()
+    judge = LocalJudge()
+    started = time.perf_counter()
+    judge.load()
+    load_s = time.perf_counter() - started
+
+    async def one_pass() -> float:
+        began = time.perf_counter()
+        for row in rows:
+            await judge.evaluate(row["question"], [row["context"]], row["gt_answer"])
+        return len(rows) / (time.perf_counter() - began)
+
+    rates = [asyncio.run(one_pass()) for _ in range(repeats)]
+    return {"records": len(rows), "repeats": repeats, "load_s": round(load_s, 3),
+            "records_per_s_median": round(statistics.median(rates), 2),
+            "records_per_s_all": [round(r, 2) for r in rates],
+            "peak_rss_mb": round(_rss_mb(), 1), "rss_before_model_mb": round(baseline_rss, 1)}
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--records", type=int, default=50)
+    parser.add_argument("--repeats", type=int, default=3)
+    args = parser.parse_args()
+    print(json.dumps(measure(args.records, args.repeats)))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
