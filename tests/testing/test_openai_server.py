@@ -147,3 +147,13 @@ def test_unknown_prompts_go_to_the_chat_handler() -> None:
             model="m", messages=[{"role": "user", "content": "hello"}])
         assert reply.choices[0].message.content == "custom"
         assert server.recorded()[0].task is None
+
+
+def test_a_failing_reply_function_is_a_500(server: FakeOpenAIServer) -> None:
+    def broken(request: object) -> object:
+        raise RuntimeError("boom")
+
+    server.set_reply(Task.STATEMENTS, broken)
+    with pytest.raises(openai.InternalServerError, match="boom"):
+        _ask(_client(server, max_retries=0), prompts.STATEMENTS,
+             prompts.statements_input("q", "a"))

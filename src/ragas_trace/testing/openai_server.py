@@ -258,18 +258,24 @@ class FakeOpenAIServer:
             status, payload = 400, _error("response_format json_schema is not supported",
                                           "invalid_request_error")
         elif path == CHAT_PATH:
-            content = self._chat_content(body, request)
-            finish = "stop"
-            if fault is Fault.INVALID_JSON:
-                content = "Sure! Here is what you asked for: {statements: [oops"
-            elif fault is Fault.TRUNCATED:
-                content, finish = content[: max(1, len(content) // 2)], "length"
-            prompt_tokens = count_message_tokens(body.get("messages") or [])
-            raw_n = body.get("n")
-            n = max(1, raw_n) if isinstance(raw_n, int) else 1
-            completion_tokens = count_tokens(content) * n
-            payload = self._chat_payload(content, finish, n, prompt_tokens,
-                                         completion_tokens)
+            try:
+                content = self._chat_content(body, request)
+            except Exception as exc:  # a test's reply function failed: tell the client
+                content = None
+                status, payload = 500, _error(f"reply function failed: {exc!r}",
+                                              "server_error")
+            if content is not None:
+                finish = "stop"
+                if fault is Fault.INVALID_JSON:
+                    content = "Sure! Here is what you asked for: {statements: [oops"
+                elif fault is Fault.TRUNCATED:
+                    content, finish = content[: max(1, len(content) // 2)], "length"
+                prompt_tokens = count_message_tokens(body.get("messages") or [])
+                raw_n = body.get("n")
+                n = max(1, raw_n) if isinstance(raw_n, int) else 1
+                completion_tokens = count_tokens(content) * n
+                payload = self._chat_payload(content, finish, n, prompt_tokens,
+                                             completion_tokens)
         else:
             texts = _inputs(body)
             if texts is None:
