@@ -80,3 +80,14 @@ def test_sampling_leaves_unsampled_roots_marked_and_unscored(
     roots = [s for s in downstream.spans() if s.name == "RunnableSequence"]
     assert [r.attributes[sc.RAGAS_EVALUATION_STATUS] for r in roots] == ["not_sampled"] * 3
     assert not any(sc.RAGAS_FAITHFULNESS in r.attributes for r in roots)
+
+
+def test_scoring_off_forwarding_over_http_reads_whole_requests() -> None:
+    with OtlpHttpReceiver() as downstream, Gateway(settings(
+            forward_endpoint=downstream.endpoint, forward_protocol="http")) as gateway:
+        assert gateway.grpc is not None
+        app = grpc_sender(gateway.grpc.endpoint)
+        openllmetry_request(app.get_tracer("ol"), 0)
+        assert downstream.wait_for(lambda spans: len(spans) == OL_SPANS, timeout=10)
+    names = {s.name for s in downstream.spans()}
+    assert "VectorIndexRetriever.task" in names

@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Any
+from typing import Any, overload
 
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
@@ -65,7 +65,7 @@ class Limits:
 class Converted:
     """Spans that passed, plus how many were rejected and why (first reason kept)."""
 
-    spans: list[ReadableSpan] = field(default_factory=list)
+    spans: Sequence[ReadableSpan] = field(default_factory=list)
     rejected: int = 0
     reason: str = ""
 
@@ -202,8 +202,47 @@ class ReceivedSpan(ReadableSpan):
                            is_remote=_is_remote(pb.flags), trace_flags=TraceFlags(pb.flags & 0xFF))
 
 
+class RequestSpans(Sequence[ReadableSpan]):
+    """Every span of a received request that passed ``check_request``, as a sequence
+    of ``ReceivedSpan``s made only if someone iterates it. The gRPC forwarder sends
+    ``request`` itself (no copy); any other exporter reads the spans."""
+
+    def __init__(self, request: ExportTraceServiceRequest, count: int) -> None:
+        self.request = request
+        self._count = count
+        self._spans: Sequence[ReadableSpan] | None = None
+
+    def __len__(self) -> int:
+        return self._count
+
+    @overload
+    def __getitem__(self, index: int) -> ReadableSpan: ...
+    @overload
+    def __getitem__(self, index: slice) -> Sequence[ReadableSpan]: ...
+
+    def __getitem__(self, index: int | slice) -> ReadableSpan | Sequence[ReadableSpan]:
+        spans = self._spans
+        if spans is None:
+            spans = self._spans = convert_request(self.request, Limits()).spans
+        return spans[index]
+
+
+def check_request(request: ExportTraceServiceRequest, limits: Limits) -> Converted:
+    """``convert_request`` when spans are rejected; else no spans are made and the
+    result's ``spans`` is the whole request as a ``RequestSpans``."""
+    count = 0
+    for rs in request.resource_spans:
+        for ss in rs.scope_spans:
+            for pb in ss.spans:
+                if check_span(pb, limits) is not None:
+                    return convert_request(request, limits)
+                count += 1
+    return Converted(RequestSpans(request, count))
+
+
 def convert_request(request: ExportTraceServiceRequest, limits: Limits) -> Converted:
     out = Converted()
+    spans: list[ReadableSpan] = []
     for rs in request.resource_spans:
         resource = Resource(attributes_of(rs.resource.attributes), rs.schema_url or None)
         for ss in rs.scope_spans:
@@ -215,9 +254,10 @@ def convert_request(request: ExportTraceServiceRequest, limits: Limits) -> Conve
             for pb in ss.spans:
                 reason = check_span(pb, limits)
                 if reason is None:
-                    out.spans.append(ReceivedSpan(pb, origin, resource, scope))
+                    spans.append(ReceivedSpan(pb, origin, resource, scope))
                 else:
                     out.reject(reason)
+    out.spans = spans
     return out
 
 

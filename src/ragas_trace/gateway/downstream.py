@@ -18,7 +18,7 @@ from opentelemetry.proto.trace.v1.trace_pb2 import Span as PbSpan
 from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.trace.export import SpanExporter
 
-from ragas_trace.gateway.convert import ReceivedSpan
+from ragas_trace.gateway.convert import ReceivedSpan, RequestSpans
 
 Protocol = Literal["grpc", "http"]
 
@@ -77,6 +77,8 @@ def _grpc_exporter(endpoint: str, headers: dict[str, str] | None, timeout_s: flo
 
     class FastGrpcExporter(OTLPSpanExporter):  # type: ignore[misc]
         def _translate_data(self, data: Sequence[ReadableSpan]) -> ExportTraceServiceRequest:
+            if isinstance(data, RequestSpans):
+                return data.request
             return encode_batch(data)
 
     credentials = None

@@ -14,6 +14,7 @@ import logging
 import threading
 import time
 from collections import deque
+from collections.abc import Sequence
 
 from opentelemetry import context as otel_context
 from opentelemetry.context import Context
@@ -21,6 +22,7 @@ from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor
 from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
 
 from ragas_trace._internal_errors import record_internal_error
+from ragas_trace.gateway.convert import RequestSpans
 from ragas_trace.gateway.stats import GatewayStats
 
 logger = logging.getLogger(__name__)
@@ -30,17 +32,20 @@ _BACKOFF_MAX_S = 5.0
 
 
 class ForwardQueue(SpanProcessor):
-    """A ``SpanProcessor`` whose ``on_end`` queues the span for ``exporter``.
+    """A ``SpanProcessor`` whose ``on_end`` queues the span for ``exporter``; received
+    requests that leave unchanged can be queued whole with ``offer``.
 
-    ``on_end`` is called from receiver and scorer threads; it never blocks and never
-    raises. Export happens on the queue's own daemon thread.
+    ``on_end`` and ``offer`` are called from receiver and scorer threads; they never
+    block and never raise. Export happens on the queue's own daemon thread.
     """
 
     def __init__(self, exporter: SpanExporter, stats: GatewayStats, *,
                  max_spans: int = 20_000, max_batch: int = 512,
-                 retry_for_s: float = 30.0, linger_s: float = 0.05) -> None:
+                 retry_for_s: float = 30.0, linger_s: float = 0.05, workers: int = 4) -> None:
         if max_spans < 10:
             raise ValueError(f"max_spans must be >= 10, got {max_spans}")
+        if workers < 1:
+            raise ValueError(f"workers must be >= 1, got {workers}")
         self._exporter = exporter
         self._stats = stats
         self._max_spans = max_spans
@@ -48,56 +53,77 @@ class ForwardQueue(SpanProcessor):
         self._max_batch = max_batch
         self._retry_for_s = retry_for_s
         self._linger_s = linger_s
-        self._queue: deque[ReadableSpan] = deque()
+        # Single spans, or whole requests (``RequestSpans``) exported as one batch.
+        self._queue: deque[ReadableSpan | RequestSpans] = deque()
+        self._queued = 0
         self._in_flight = 0
         self._lock = threading.Lock()
         self._wake = threading.Condition(self._lock)
         self._idle = threading.Condition(self._lock)
         self._stopping = threading.Event()
         self._full_logged = False
-        self._worker = threading.Thread(target=self._run, name="ragas-gateway-forward",
-                                        daemon=True)
-        self._worker.start()
+        # Several export calls in flight, so one slow round trip does not stall the rest.
+        self._workers = [threading.Thread(target=self._run, name=f"ragas-gateway-forward-{i}",
+                                          daemon=True) for i in range(workers)]
+        for worker in self._workers:
+            worker.start()
 
     def pending(self) -> int:
         """Spans queued or being exported."""
         with self._lock:
-            return len(self._queue) + self._in_flight
+            return self._queued + self._in_flight
 
     def admits(self, n: int) -> bool:
         """Whether a receiver may accept ``n`` more spans now."""
         with self._lock:
-            return len(self._queue) + self._in_flight + n <= self._admit_limit
+            return self._queued + self._in_flight + n <= self._admit_limit
 
     def on_start(self, span: Span, parent_context: Context | None = None) -> None:
         return
 
     def on_end(self, span: ReadableSpan) -> None:
+        self._put(span, 1)
+
+    def offer(self, spans: Sequence[ReadableSpan]) -> None:
+        """Queue received spans in one go (the receivers checked ``admits`` first);
+        a ``RequestSpans`` stays one item and leaves as one export call."""
+        if isinstance(spans, RequestSpans):
+            self._put(spans, len(spans))
+            return
+        for span in spans:
+            self._put(span, 1)
+
+    def _put(self, item: ReadableSpan | RequestSpans, n: int) -> None:
         with self._lock:
-            if len(self._queue) + self._in_flight >= self._max_spans or \
+            if self._queued + self._in_flight + n > self._max_spans or \
                     self._stopping.is_set():
                 first = not self._full_logged
                 self._full_logged = True
             else:
-                self._queue.append(span)
-                if len(self._queue) == 1 or len(self._queue) >= self._max_batch:
+                self._queue.append(item)
+                self._queued += n
+                if len(self._queue) == 1 or self._queued >= self._max_batch:
                     self._wake.notify()
                 return
-        self._stats.dropped("forward_queue_full")
+        self._stats.dropped("forward_queue_full", n)
         if first:
             logger.warning("forward queue full (%d spans): dropping spans (counted in "
                            "ragas_gateway_spans_dropped_total)", self._max_spans)
 
-    def offer(self, spans: list[ReadableSpan]) -> None:
-        """Queue received spans in one go (the receivers checked ``admits`` first)."""
-        with self._lock:
-            room = self._max_spans - len(self._queue) - self._in_flight
-            if self._stopping.is_set():
-                room = 0
-            self._queue.extend(spans[:max(room, 0)])
-            self._wake.notify()
-        if len(spans) > room:
-            self._stats.dropped("forward_queue_full", len(spans) - max(room, 0))
+    def _take_batch(self) -> Sequence[ReadableSpan]:
+        """Under the lock: a whole request alone, or up to ``max_batch`` single spans."""
+        head = self._queue[0]
+        if isinstance(head, RequestSpans):
+            self._queue.popleft()
+            return head
+        batch: list[ReadableSpan] = []
+        while self._queue and len(batch) < self._max_batch:
+            item = self._queue[0]
+            if isinstance(item, RequestSpans):
+                break
+            batch.append(item)
+            self._queue.popleft()
+        return batch
 
     def _run(self) -> None:
         while True:
@@ -105,7 +131,7 @@ class ForwardQueue(SpanProcessor):
                 while not self._queue and not self._stopping.is_set():
                     self._idle.notify_all()
                     self._wake.wait()
-                if len(self._queue) < self._max_batch and not self._stopping.is_set():
+                if self._queued < self._max_batch and not self._stopping.is_set():
                     # Let a few more spans arrive so batches are not one span each.
                     self._wake.wait(self._linger_s)
                 if not self._queue:
@@ -113,19 +139,21 @@ class ForwardQueue(SpanProcessor):
                     if self._stopping.is_set():
                         return
                     continue
-                batch = [self._queue.popleft()
-                         for _ in range(min(self._max_batch, len(self._queue)))]
-                self._in_flight = len(batch)
+                batch = self._take_batch()
+                self._queued -= len(batch)
+                self._in_flight += len(batch)
+                if self._queue:
+                    self._wake.notify()
             try:
                 self._export_with_retry(batch)
             finally:
                 with self._lock:
-                    self._in_flight = 0
+                    self._in_flight -= len(batch)
                     self._full_logged = False
                     if not self._queue:
                         self._idle.notify_all()
 
-    def _export_with_retry(self, batch: list[ReadableSpan]) -> None:
+    def _export_with_retry(self, batch: Sequence[ReadableSpan]) -> None:
         give_up = time.monotonic() + self._retry_for_s
         backoff = 0.1
         token = otel_context.attach(otel_context.set_value(_SUPPRESS, True))
@@ -173,11 +201,14 @@ class ForwardQueue(SpanProcessor):
         done = self.force_flush(int(timeout_s * 1000))
         self._stopping.set()
         with self._lock:
-            self._wake.notify()
-        self._worker.join(timeout=max(0.1, timeout_s))
+            self._wake.notify_all()
+        deadline = time.monotonic() + max(0.1, timeout_s)
+        for worker in self._workers:
+            worker.join(timeout=max(0.0, deadline - time.monotonic()))
         with self._lock:
-            left = len(self._queue)
+            left = self._queued
             self._queue.clear()
+            self._queued = 0
         if left:
             self._stats.dropped("shutdown", left)
         try:

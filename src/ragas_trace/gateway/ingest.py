@@ -4,7 +4,7 @@ report per-span rejections as OTLP partial success."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
@@ -14,7 +14,7 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
 )
 from opentelemetry.sdk.trace import ReadableSpan
 
-from ragas_trace.gateway.convert import Limits, convert_request
+from ragas_trace.gateway.convert import Limits, check_request, convert_request
 from ragas_trace.gateway.forward import ForwardQueue
 from ragas_trace.gateway.stats import GatewayStats
 
@@ -30,12 +30,14 @@ class Busy(Exception):
 @dataclass(frozen=True)
 class Ingest:
     """``deliver`` takes the accepted spans: the trace assembler when scoring, the
-    forward queue's ``offer`` when not."""
+    forward queue's ``offer`` when not; then (``whole_requests``) a request whose
+    spans all pass is handed over whole, without making a span object per span."""
 
-    deliver: Callable[[list[ReadableSpan]], None]
+    deliver: Callable[[Sequence[ReadableSpan]], None]
     forward: ForwardQueue
     stats: GatewayStats
     limits: Limits
+    whole_requests: bool = False
     retry_after_s: int = 1
 
     def __call__(self, request: ExportTraceServiceRequest) -> ExportTraceServiceResponse:
@@ -45,7 +47,8 @@ class Ingest:
         if not self.forward.admits(count):
             self.stats.refused("busy")
             raise Busy(self.retry_after_s)
-        converted = convert_request(request, self.limits)
+        converted = (check_request if self.whole_requests else convert_request)(
+            request, self.limits)
         self.deliver(converted.spans)
         self.stats.received(len(converted.spans), converted.rejected)
         response = ExportTraceServiceResponse()

@@ -7,7 +7,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from opentelemetry.sdk.resources import Resource
@@ -60,7 +60,7 @@ class Gateway:
         # Without scoring nothing needs holding: spans go straight to the queue.
         self.sink: ScoringSink | None = None
         self.assembler: TraceAssembler | None = None
-        deliver: Callable[[list[ReadableSpan]], None] = self.forward.offer
+        deliver: Callable[[Sequence[ReadableSpan]], None] = self.forward.offer
         if settings.judge != "off" or judge is not None:
             self.sink = ScoringSink(settings, self.forward, judge=judge,
                                     meter_provider=self.metrics.meter_provider if self.metrics
@@ -78,7 +78,8 @@ class Gateway:
         security = Security(settings.token(), settings.tls_cert, settings.tls_key)
         limits = Limits(max_attributes=settings.max_attributes, max_events=settings.max_events,
                         max_links=settings.max_links)
-        ingest = Ingest(deliver, self.forward, self.stats, limits)
+        ingest = Ingest(deliver, self.forward, self.stats, limits,
+                        whole_requests=self.assembler is None)
         self.grpc: OtlpGrpcServer | None = None
         self.http: OtlpHttpServer | None = None
         if settings.otlp_grpc:

@@ -1,0 +1,79 @@
+import threading
+from collections.abc import Sequence
+
+from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
+from opentelemetry.sdk.trace import ReadableSpan
+from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
+
+from ragas_trace.gateway.convert import Limits, RequestSpans, check_request
+from ragas_trace.gateway.forward import ForwardQueue
+from ragas_trace.gateway.stats import GatewayStats
+from ragas_trace.testing import InMemoryTracing
+from ragas_trace.testing.rag_traces import plain_request
+
+
+class Recorder(SpanExporter):
+    def __init__(self, fail: int = 0) -> None:
+        self.batches: list[Sequence[ReadableSpan]] = []
+        self.fail = fail
+        self.gate = threading.Event()
+        self.gate.set()
+
+    def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
+        assert self.gate.wait(10)
+        if self.fail:
+            self.fail -= 1
+            return SpanExportResult.FAILURE
+        self.batches.append(spans)
+        return SpanExportResult.SUCCESS
+
+
+def _request(n: int = 2) -> tuple[RequestSpans, list[ReadableSpan]]:
+    tracing = InMemoryTracing()
+    for i in range(n):
+        plain_request(tracing.tracer, i)
+    checked = check_request(encode_spans(tracing.spans()), Limits())
+    assert isinstance(checked.spans, RequestSpans)
+    return checked.spans, list(tracing.spans())
+
+
+def test_whole_requests_leave_as_one_batch_and_singles_are_batched() -> None:
+    recorder, stats = Recorder(), GatewayStats()
+    queue = ForwardQueue(recorder, stats, max_spans=100, max_batch=3)
+    whole, singles = _request()
+    for span in singles:
+        queue.on_end(span)
+    queue.offer(whole)
+    assert queue.force_flush(5_000)
+    assert queue.close(5.0)
+    sizes = [len(b) for b in recorder.batches]
+    assert sum(sizes) == 8 and max(sizes) <= 4
+    assert any(isinstance(b, RequestSpans) for b in recorder.batches)
+    assert stats.spans_forwarded == 8
+    assert {s.name for s in whole} == {s.name for s in singles}  # materialized on demand
+
+
+def test_a_full_queue_drops_and_counts() -> None:
+    recorder, stats = Recorder(), GatewayStats()
+    recorder.gate.clear()  # downstream stalls: the first batch stays in flight
+    queue = ForwardQueue(recorder, stats, max_spans=10)
+    whole, singles = _request(3)
+    assert queue.admits(6) and not queue.admits(10)
+    queue.offer(whole)
+    for span in singles * 2:
+        queue.on_end(span)
+    assert stats.spans_dropped["forward_queue_full"] == 8
+    assert queue.pending() == 10
+    recorder.gate.set()
+    assert queue.close(5.0)
+    assert stats.spans_forwarded == 10
+
+
+def test_failed_exports_are_retried() -> None:
+    recorder, stats = Recorder(fail=2), GatewayStats()
+    queue = ForwardQueue(recorder, stats, retry_for_s=10.0)
+    whole, _ = _request()
+    queue.offer(whole)
+    assert queue.close(10.0)
+    assert stats.export_retries == 2
+    assert stats.spans_forwarded == 4
