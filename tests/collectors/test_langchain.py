@@ -10,7 +10,9 @@ from langchain_fakes import (  # noqa: F401 (the fixture is used by name)
     ANSWER,
     QUESTION,
     EchoChatModel,
+    EchoRetriever,
     FailingRetriever,
+    by_kind,
     one,
     rag_chain,
     tracing_fixture,
@@ -240,3 +242,30 @@ def test_environment_sets_the_document_cap(monkeypatch: pytest.MonkeyPatch,
 
     record = extract_record(tracing.spans())
     assert record is not None and len(record.contexts) == 1
+
+
+class QueryRewritingRetriever(EchoRetriever):
+    """Calls a model before searching, as multi-query retrievers do."""
+
+    def _get_relevant_documents(self, query: str, *, run_manager: Any) -> list[Any]:
+        EchoChatModel().invoke(query, config={"callbacks": run_manager.get_child()})
+        return super()._get_relevant_documents(query, run_manager=run_manager)
+
+
+def test_model_called_inside_a_retriever_is_parented_to_the_retriever_span(
+        tracing: InMemoryTracing) -> None:
+    rag_chain(retriever=QueryRewritingRetriever()).invoke(
+        QUESTION, config={"callbacks": [RagasCallbackHandler(tracing.provider)]})
+
+    spans = tracing.spans()
+    root = one(spans, sc.KIND_CHAIN)
+    retriever = one(spans, sc.KIND_RETRIEVER)
+    inner, outer = sorted(by_kind(spans, sc.KIND_LLM), key=lambda s: s.start_time)
+    assert inner.parent.span_id == retriever.context.span_id
+    assert outer.parent.span_id == root.context.span_id
+    assert retriever.start_time < inner.start_time <= inner.end_time <= retriever.end_time
+    # Made early for its child, the retriever span still gets its passages at the end.
+    assert retriever.attributes["ragas.retrieval.documents_total"] == 2
+    record = extract_record(spans)
+    assert record is not None and len(record.contexts) == 2
+    assert record.prompt_tokens == 24

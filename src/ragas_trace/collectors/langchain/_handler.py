@@ -8,8 +8,10 @@ building its attributes fails."""
 
 from __future__ import annotations
 
+import sys
+import threading
 import time
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from itertools import chain
 from typing import Any
 from uuid import UUID
@@ -24,7 +26,8 @@ from opentelemetry.trace import Span, Status, StatusCode, TracerProvider
 from ragas_trace import semconv as sc
 from ragas_trace._internal_errors import record_internal_error
 from ragas_trace.collectors import _attributes as attributes
-from ragas_trace.collectors.langchain import _settings, _values
+from ragas_trace.collectors import _settings
+from ragas_trace.collectors.langchain import _values
 from ragas_trace.collectors.langchain._runs import Run, RunMap
 
 FRAMEWORK = "langchain"
@@ -71,12 +74,13 @@ class RagasCallbackHandler(BaseCallbackHandler):
             raise ValueError(f"app_name must be a string, got {type(app_name).__name__}")
         self._tracer = trace.get_tracer(_SCOPE, tracer_provider=tracer_provider)
         self._app_name = app_name
-        self._max_documents = int(_settings.MAX_DOCUMENTS.resolve(max_documents))
         self._run_ttl_s = _settings.RUN_TTL_S.resolve(run_ttl_s)
         self._runs = RunMap(self._run_ttl_s, int(_settings.MAX_OPEN_RUNS.resolve(max_open_runs)))
         limit = SpanLimits().max_span_attributes
-        self._document_attribute_budget = (
-            None if limit is None else max(limit - _RETRIEVER_BASE_ATTRIBUTES, 0))
+        self._document_attributes = _values.DocumentAttributes(
+            int(_settings.MAX_DOCUMENTS.resolve(max_documents)),
+            sys.maxsize if limit is None else max(limit - _RETRIEVER_BASE_ATTRIBUTES, 0))
+        self._materialize_lock = threading.Lock()
         self.evicted_runs = 0
 
     @property
@@ -89,7 +93,7 @@ class RagasCallbackHandler(BaseCallbackHandler):
     def on_chain_start(self, serialized: dict[str, Any] | None, inputs: Any, *, run_id: UUID,
                        parent_run_id: UUID | None = None, **kwargs: Any) -> None:
         try:
-            if parent_run_id is not None and self._runs.link(run_id, parent_run_id):
+            if parent_run_id is not None and self._runs.link(run_id.int, parent_run_id.int):
                 return
             self._start_root(run_id, inputs, _run_name(serialized, kwargs, "chain"))
         except Exception as exc:
@@ -97,7 +101,7 @@ class RagasCallbackHandler(BaseCallbackHandler):
 
     def on_chain_end(self, outputs: Any, *, run_id: UUID, **kwargs: Any) -> None:
         try:
-            run = self._runs.pop(run_id)
+            run = self._runs.pop(run_id.int)
             if run is not None and run.span is not None:
                 self._end_root(run, run.span, outputs, kwargs.get("inputs"))
         except Exception as exc:
@@ -105,7 +109,7 @@ class RagasCallbackHandler(BaseCallbackHandler):
 
     def on_chain_error(self, error: BaseException, *, run_id: UUID, **kwargs: Any) -> None:
         try:
-            run = self._runs.pop(run_id)
+            run = self._runs.pop(run_id.int)
             if run is not None and run.span is not None:
                 if run.root is run and not run.question_known:
                     self._set_question(run, run.span, kwargs.get("inputs"))
@@ -129,9 +133,9 @@ class RagasCallbackHandler(BaseCallbackHandler):
     def on_retriever_end(self, documents: Sequence[Any], *, run_id: UUID,
                          **kwargs: Any) -> None:
         try:
-            run = self._runs.pop(run_id)
-            if run is not None and run.span is not None:
-                _end(run.span, self._document_attributes, documents)
+            run = self._runs.pop(run_id.int)
+            if run is not None:
+                self._end_child(run, self._document_attributes, documents)
         except Exception as exc:
             record_internal_error("langchain.on_retriever_end", exc)
 
@@ -158,9 +162,9 @@ class RagasCallbackHandler(BaseCallbackHandler):
 
     def on_llm_end(self, response: Any, *, run_id: UUID, **kwargs: Any) -> None:
         try:
-            run = self._runs.pop(run_id)
-            if run is not None and run.span is not None:
-                _end(run.span, _usage_attributes, response)
+            run = self._runs.pop(run_id.int)
+            if run is not None:
+                self._end_child(run, _usage_attributes, response)
         except Exception as exc:
             record_internal_error("langchain.on_llm_end", exc)
 
@@ -173,7 +177,7 @@ class RagasCallbackHandler(BaseCallbackHandler):
                       run_id: UUID, parent_run_id: UUID | None = None, **kwargs: Any) -> None:
         try:
             if parent_run_id is not None:
-                self._runs.link(run_id, parent_run_id)
+                self._runs.link(run_id.int, parent_run_id.int)
         except Exception as exc:
             record_internal_error("langchain.on_tool_start", exc)
 
@@ -189,38 +193,79 @@ class RagasCallbackHandler(BaseCallbackHandler):
         start = time.time_ns()
         ctx = otel_context.get_current()
         if otel_context.get_value(_SUPPRESS_INSTRUMENTATION_KEY, ctx):
-            # Register the request anyway, so that its children are not taken for roots.
-            self._evict(self._runs.add_root(Run(run_id, None, None)))
+            self._add_suppressed_root(run_id)
             return
         streaming = _values.is_stream_placeholder(inputs)
         question = None if streaming else _values.question_of(inputs)
         attrs = dict(chain(attributes.chain_attributes(name, FRAMEWORK, self._app_name),
                            attributes.input_attributes(question)))
-        run = Run(run_id, self._tracer.start_span(name, ctx, attributes=attrs, start_time=start),
-                  None)
+        span = self._tracer.start_span(name, ctx, attributes=attrs, start_time=start)
+        run = Run(run_id.int, None, name=name, span=span)
         run.streaming = streaming
         run.question_known = question is not None
+        self._evict(self._runs.add_root(run))
+
+    def _add_suppressed_root(self, run_id: UUID) -> None:
+        # Registered anyway, so that its children are not taken for roots.
+        run = Run(run_id.int, None)
+        run.suppressed = True
         self._evict(self._runs.add_root(run))
 
     def _start_child(self, run_id: UUID, parent_run_id: UUID | None, name: str,
                      attrs: dict[str, Any]) -> None:
         start = time.time_ns()
-        parent = self._runs.get(parent_run_id) if parent_run_id is not None else None
+        parent = self._runs.get(parent_run_id.int) if parent_run_id is not None else None
         if parent is None:
             # A retriever or model called on its own is a request of its own.
             ctx = otel_context.get_current()
             if otel_context.get_value(_SUPPRESS_INSTRUMENTATION_KEY, ctx):
-                self._evict(self._runs.add_root(Run(run_id, None, None)))
+                self._add_suppressed_root(run_id)
                 return
             span = self._tracer.start_span(name, ctx, attributes=attrs, start_time=start)
-            self._evict(self._runs.add_root(Run(run_id, span, None)))
+            self._evict(self._runs.add_root(Run(run_id.int, None, name=name, span=span)))
+        elif parent.root.suppressed:
+            self._runs.alias(run_id.int, parent)
+        else:
+            self._runs.add_child(Run(run_id.int, parent.root, parent, name, attrs, start))
+
+    def _end_child(self, run: Run, build: Callable[[Any], Mapping[str, Any]],
+                   value: Any) -> None:
+        """Add what ``build(value)`` gives and end the span, whatever happens."""
+        if run.suppressed:
             return
-        if parent.span is None:
-            self._runs.add_child(Run(run_id, None, parent.root))
+        span = run.span
+        if span is None:
+            # Made now, in one go: start attributes and end attributes together.
+            attrs = run.attrs or {}
+            try:
+                attrs.update(build(value))
+            finally:
+                span = self._tracer.start_span(run.name, self._parent_context(run),
+                                               attributes=attrs, start_time=run.start_ns)
+                span.end(time.time_ns())
             return
-        span = self._tracer.start_span(name, parent.child_context(), attributes=attrs,
-                                       start_time=start)
-        self._runs.add_child(Run(run_id, span, parent.root))
+        try:
+            span.set_attributes(build(value))
+        finally:
+            span.end(time.time_ns())
+
+    def _parent_context(self, run: Run) -> otel_context.Context:
+        """The context that parents ``run``'s span: its parent run's span, made if need be."""
+        parent = run.parent
+        if parent is None:
+            return otel_context.get_current()
+        self._materialize(parent)
+        return parent.child_context()
+
+    def _materialize(self, run: Run) -> Span | None:
+        """``run``'s span, started now (with its start time) if it was waiting for its end."""
+        if run.span is None and not run.suppressed:
+            ctx = self._parent_context(run)
+            with self._materialize_lock:
+                if run.span is None:
+                    run.span = self._tracer.start_span(run.name, ctx, attributes=run.attrs,
+                                                       start_time=run.start_ns)
+        return run.span
 
     def _start_llm(self, serialized: dict[str, Any] | None, run_id: UUID,
                    parent_run_id: UUID | None, metadata: Mapping[str, Any] | None,
@@ -254,58 +299,33 @@ class RagasCallbackHandler(BaseCallbackHandler):
 
     def _end_with_error(self, run_id: UUID, error: BaseException, where: str) -> None:
         try:
-            run = self._runs.pop(run_id)
-            if run is not None and run.span is not None:
-                _fail(run.span, error)
+            run = self._runs.pop(run_id.int)
+            span = self._materialize(run) if run is not None else None
+            if span is not None:
+                _fail(span, error)
         except Exception as exc:
             record_internal_error(where, exc)
 
     def _forget(self, run_id: UUID, where: str) -> None:
         try:
-            self._runs.pop(run_id)
+            self._runs.pop(run_id.int)
         except Exception as exc:
             record_internal_error(where, exc)
-
-    def _document_attributes(self, documents: Any) -> Iterator[attributes.Attribute]:
-        docs = documents if isinstance(documents, Sequence) else list(documents or ())
-        yield from attributes.documents_total(len(docs))
-        budget = self._document_attribute_budget
-        for i, doc in enumerate(docs[: self._max_documents]):
-            try:
-                doc_attrs = list(_values.document_attrs(i, doc))
-            except Exception as exc:
-                # One bad passage loses only its own attributes.
-                record_internal_error("langchain.document", exc)
-                doc_attrs = list(attributes.document_attributes(i, None))
-            if budget is not None:
-                # Past the span attribute limit the SDK drops the OLDEST attributes
-                # (the span kind first), so stop before reaching it.
-                budget -= len(doc_attrs)
-                if budget < 0:
-                    return
-            yield from doc_attrs
 
     def _evict(self, victims: list[Run]) -> None:
         for run in victims:
             self.evicted_runs += 1
-            if run.span is None:
+            span = self._materialize(run)
+            if span is None:
                 continue
             try:
-                run.span.set_attribute(sc.RAGAS_RUN_EVICTED, True)
-                run.span.set_status(Status(
+                span.set_attribute(sc.RAGAS_RUN_EVICTED, True)
+                span.set_status(Status(
                     StatusCode.ERROR, f"no end event within {self._run_ttl_s:g} s; evicted"))
             except Exception as exc:
                 record_internal_error("langchain.evict", exc)
             finally:
-                run.span.end(time.time_ns())
-
-
-def _end(span: Span, build: Callable[[Any], Iterable[attributes.Attribute]], value: Any) -> None:
-    """Set the attributes ``build(value)`` yields, then end the span whatever happens."""
-    try:
-        span.set_attributes(dict(build(value)))
-    finally:
-        span.end(time.time_ns())
+                span.end(time.time_ns())
 
 
 def _fail(span: Span, error: BaseException) -> None:
@@ -320,21 +340,12 @@ def _fail(span: Span, error: BaseException) -> None:
         span.end(time.time_ns())
 
 
-def _usage_attributes(response: Any) -> Iterator[attributes.Attribute]:
-    prompt, completion, total = _values.usage_of(response)
-    if prompt is not None:
-        yield sc.LLM_TOKEN_COUNT_PROMPT, prompt
-        yield sc.GEN_AI_USAGE_INPUT_TOKENS, prompt
-    if completion is not None:
-        yield sc.LLM_TOKEN_COUNT_COMPLETION, completion
-        yield sc.GEN_AI_USAGE_OUTPUT_TOKENS, completion
-    if total is None and prompt is not None and completion is not None:
-        total = prompt + completion
-    if total is not None:
-        yield sc.LLM_TOKEN_COUNT_TOTAL, total
+def _usage_attributes(response: Any) -> dict[str, Any]:
+    attrs: dict[str, Any] = dict(attributes.usage_attributes(*_values.usage_of(response)))
     model = _values.response_model_of(response)
     if model is not None:
-        yield sc.GEN_AI_RESPONSE_MODEL, model
+        attrs[sc.GEN_AI_RESPONSE_MODEL] = model
+    return attrs
 
 
 def _run_name(serialized: Mapping[str, Any] | None, kwargs: Mapping[str, Any],

@@ -1,5 +1,8 @@
 """The open runs of one handler: run id -> the ``Run`` that owns the nearest span.
 
+Keys are ``UUID.int``: a UUID hashes and compares in Python code, an int in C, and
+the map is touched on every callback.
+
 Runs we do not make spans for (prompts, parsers, parallel steps, tools) map to
 their parent's ``Run`` object itself, so following the tree costs one dict write
 per run and no allocation. Every access goes through one lock: LangChain calls a
@@ -14,7 +17,7 @@ from __future__ import annotations
 
 import threading
 import time
-from uuid import UUID
+from typing import Any
 
 from opentelemetry import context as otel_context
 from opentelemetry import trace
@@ -22,16 +25,31 @@ from opentelemetry.trace import Span
 
 
 class Run:
-    """A run that owns a span (or a suppressed request's root, whose ``span`` is None)."""
+    """A run we make a span for, or a suppressed request's root (``suppressed``).
 
-    __slots__ = ("_child_context", "open_children", "question_known", "root", "run_id",
-                 "span", "started", "streaming")
+    Retriever and model spans are made when their run ends, in one go with all
+    their attributes (``name``, ``attrs`` and ``start_ns`` wait until then): the
+    SDK work then runs back to back instead of being split across the chain's
+    events. A nested run that needs one as its parent makes it earlier
+    (``RagasCallbackHandler._parent_context``).
+    """
 
-    def __init__(self, run_id: UUID, span: Span | None, root: Run | None) -> None:
+    __slots__ = ("_child_context", "attrs", "name", "open_children", "parent",
+                 "question_known", "root", "run_id", "span", "start_ns", "started",
+                 "streaming", "suppressed")
+
+    def __init__(self, run_id: int, root: Run | None, parent: Run | None = None,
+                 name: str = "", attrs: dict[str, Any] | None = None, start_ns: int = 0,
+                 span: Span | None = None) -> None:
         self.run_id = run_id
-        self.span = span
         self.root: Run = root if root is not None else self
+        self.parent = parent
+        self.name = name
+        self.attrs = attrs
+        self.start_ns = start_ns
+        self.span = span
         self.started: float = time.monotonic() if root is None else root.started
+        self.suppressed = False
         self.streaming = False
         self.question_known = False
         # Retriever/LLM runs of this request still open (kept on the root only).
@@ -49,7 +67,7 @@ class Run:
 class RunMap:
     def __init__(self, ttl_s: float, max_runs: int) -> None:
         self._lock = threading.Lock()
-        self._runs: dict[UUID, Run] = {}
+        self._runs: dict[int, Run] = {}
         self._ttl_s = ttl_s
         self._max_runs = max_runs
         # Sweeping walks the whole map, so it runs at most a few times per TTL.
@@ -60,7 +78,7 @@ class RunMap:
         with self._lock:
             return len(self._runs)
 
-    def link(self, run_id: UUID, parent_run_id: UUID) -> Run | None:
+    def link(self, run_id: int, parent_run_id: int) -> Run | None:
         """Map a span-less run to its parent's ``Run``; None when the parent is unknown."""
         with self._lock:
             parent = self._runs.get(parent_run_id)
@@ -68,9 +86,13 @@ class RunMap:
                 self._runs[run_id] = parent
             return parent
 
-    def get(self, run_id: UUID) -> Run | None:
+    def get(self, run_id: int) -> Run | None:
         with self._lock:
             return self._runs.get(run_id)
+
+    def alias(self, run_id: int, run: Run) -> None:
+        with self._lock:
+            self._runs[run_id] = run
 
     def add_child(self, run: Run) -> None:
         with self._lock:
@@ -87,7 +109,7 @@ class RunMap:
             self._next_sweep = now + self._sweep_every
             return self._evict_locked(now - self._ttl_s)
 
-    def pop(self, run_id: UUID) -> Run | None:
+    def pop(self, run_id: int) -> Run | None:
         """Forget a run; returns its ``Run`` only when that run owns it (its span to end)."""
         with self._lock:
             run = self._runs.pop(run_id, None)

@@ -4,10 +4,20 @@ for shapes it does not know: a chain's odd input must never cost the user a trac
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ragas_trace.collectors._attributes import Attribute, as_text, document_attributes
+from langchain_core.documents import Document
+
+from ragas_trace._internal_errors import record_internal_error
+from ragas_trace.collectors._attributes import RETRIEVAL_DOCUMENTS_TOTAL, as_text, metadata_json
+from ragas_trace.semconv import (
+    DOCUMENT_CONTENT,
+    DOCUMENT_ID,
+    DOCUMENT_METADATA,
+    DOCUMENT_SCORE,
+    document_key,
+)
 
 QUESTION_KEYS = ("question", "input", "query", "query_str", "message", "prompt")
 ANSWER_KEYS = ("answer", "output", "result", "response", "text", "content")
@@ -70,29 +80,61 @@ def _message_text(content: Any) -> str | None:
     return as_text(content)
 
 
-def document_attrs(index: int, doc: Any) -> Iterator[Attribute]:
-    """One passage: a ``Document``, a str, or a mapping with ``page_content``/``content``."""
-    metadata = getattr(doc, "metadata", None)
-    content: Any = getattr(doc, "page_content", None)
-    doc_id = getattr(doc, "id", None)
-    if content is None:
-        if isinstance(doc, Mapping):
-            content = doc.get("page_content", doc.get("content", doc.get("text")))
-            metadata = doc.get("metadata")
-            doc_id = doc.get("id")
-        else:
-            content = doc
-    if not isinstance(metadata, Mapping):
-        metadata = None
-    score = None
-    if metadata:
+class DocumentAttributes:
+    """Passage attributes of a retriever span, keys built once per index (this runs
+    for every passage of every request)."""
+
+    def __init__(self, max_documents: int, budget: int) -> None:
+        self._keys = [(document_key(i, DOCUMENT_CONTENT), document_key(i, DOCUMENT_ID),
+                       document_key(i, DOCUMENT_SCORE), document_key(i, DOCUMENT_METADATA))
+                      for i in range(max_documents)]
+        self._budget = budget
+
+    def __call__(self, documents: Any) -> dict[str, Any]:
+        docs = documents if isinstance(documents, Sequence) else list(documents or ())
+        attrs: dict[str, Any] = {RETRIEVAL_DOCUMENTS_TOTAL: len(docs)}
+        left = self._budget
+        for keys, doc in zip(self._keys, docs, strict=False):
+            # Past the span attribute limit the SDK drops the OLDEST attributes (the
+            # span kind first), so stop before reaching it.
+            left -= 4
+            if left < 0:
+                break
+            try:
+                _add_document(attrs, keys, doc)
+            except Exception as exc:
+                # One bad passage loses only its own attributes.
+                record_internal_error("langchain.document", exc)
+                attrs[keys[0]] = ""
+        return attrs
+
+
+def _add_document(attrs: dict[str, Any], keys: tuple[str, str, str, str], doc: Any) -> None:
+    """A ``Document``, a str or bytes, or a mapping with ``page_content``/``content``."""
+    if isinstance(doc, Document):
+        content: Any = doc.page_content
+        metadata: Any = doc.metadata
+        doc_id: Any = doc.id
+    elif isinstance(doc, Mapping):
+        content = doc.get("page_content", doc.get("content", doc.get("text")))
+        metadata = doc.get("metadata")
+        doc_id = doc.get("id")
+    else:
+        content, metadata, doc_id = doc, None, None
+    text = content if type(content) is str else as_text(content)
+    attrs[keys[0]] = text if text is not None else ""
+    if metadata and isinstance(metadata, Mapping):
         if doc_id is None:
             doc_id = metadata.get("id")
         for key in _SCORE_KEYS:
             if key in metadata:
                 score = metadata[key]
+                if isinstance(score, int | float) and not isinstance(score, bool):
+                    attrs[keys[2]] = float(score)
                 break
-    return document_attributes(index, as_text(content), doc_id, score, metadata)
+        attrs[keys[3]] = metadata_json(metadata)
+    if doc_id is not None:
+        attrs[keys[1]] = doc_id if type(doc_id) is str else str(doc_id)
 
 
 def model_of(metadata: Mapping[str, Any] | None,

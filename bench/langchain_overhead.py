@@ -1,0 +1,355 @@
+"""Added cost per invoke of LangChain tracing, on one fake RAG chain, interleaved.
+
+Configurations (each timed over the same chain, in shuffled order every round):
+  base  no callbacks at all
+  a     a no-op ``BaseCallbackHandler``
+  b     ragas-trace's ``RagasCallbackHandler``
+  c     openinference-instrumentation-langchain
+  d     OpenLLMetry's opentelemetry-instrumentation-langchain
+  spans the spans (b) makes, created and ended outside any framework
+b, c, d and spans all export through the same ``SimpleSpanProcessor`` to an exporter
+that discards. The floor is F = (a - base) + spans. Targets: b - base <= 1.3 F and
+b - base <= min(c - base, d - base) / 5. Then the memory check: many invokes through
+(b), RSS before and after.
+
+Run by hand, in the venv that has the peers (they patch LangChain globally, so they
+are kept out of the test venv):
+
+    python3 -m venv .venv-bench && .venv-bench/bin/pip install -e '.[bench]'
+    .venv-bench/bin/python bench/langchain_overhead.py            # ~4 minutes
+    .venv-bench/bin/python bench/langchain_overhead.py --rss-invokes 0 --rounds 5
+
+The machine is shared and noisy: figures are medians over rounds of per-round
+differences against ``base`` measured in the same round.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import random
+import statistics
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from langchain_core.callbacks import BaseCallbackHandler, CallbackManagerForRetrieverRun
+from langchain_core.documents import Document
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import AIMessage, BaseMessage
+from langchain_core.output_parsers import StrOutputParser
+from langchain_core.outputs import ChatGeneration, ChatResult
+from langchain_core.prompts import ChatPromptTemplate
+from langchain_core.retrievers import BaseRetriever
+from langchain_core.runnables import Runnable, RunnablePassthrough
+from opentelemetry import trace
+from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
+from opentelemetry.sdk.trace.export import (
+    SimpleSpanProcessor,
+    SpanExporter,
+    SpanExportResult,
+)
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+from ragas_trace.collectors.langchain import RagasCallbackHandler
+
+QUESTION = "What is the capital of France?"
+Invoke = Callable[[], object]
+
+
+_exported = 0
+
+
+class DiscardExporter(SpanExporter):
+    """Drops spans, counting them so the report can show each configuration's spans."""
+
+    def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
+        global _exported
+        _exported += len(spans)
+        return SpanExportResult.SUCCESS
+
+
+class KnowledgeBase(BaseRetriever):
+    def _get_relevant_documents(self, query: str, *,
+                                run_manager: CallbackManagerForRetrieverRun) -> list[Document]:
+        return [Document(page_content=f"Passage {i}: Paris is the capital of France.",
+                         id=f"kb-{i}", metadata={"source": f"kb/{i}.md", "score": 0.9 - i / 10})
+                for i in range(4)]
+
+
+class FakeChat(BaseChatModel):
+    @property
+    def _llm_type(self) -> str:
+        return "fake-chat"
+
+    def _generate(self, messages: list[BaseMessage], stop: list[str] | None = None,
+                  run_manager: Any = None, **kwargs: Any) -> ChatResult:
+        message = AIMessage(content="Paris is the capital of France.", usage_metadata={
+            "input_tokens": 40, "output_tokens": 8, "total_tokens": 48})
+        return ChatResult(generations=[ChatGeneration(message=message)])
+
+
+def build_chain() -> Runnable[Any, str]:
+    prompt = ChatPromptTemplate.from_template("Context: {context}\nQuestion: {question}")
+    docs = KnowledgeBase() | (lambda ds: "\n".join(d.page_content for d in ds))
+    return {"context": docs, "question": RunnablePassthrough()} | prompt | FakeChat() \
+        | StrOutputParser()
+
+
+def discarding_provider() -> TracerProvider:
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(DiscardExporter()))
+    return provider
+
+
+# Configurations: each sets itself up in its worker process and returns the call to time.
+
+def setup_base(chain: Runnable[Any, str]) -> Invoke:
+    return lambda: chain.invoke(QUESTION)
+
+
+def setup_noop(chain: Runnable[Any, str]) -> Invoke:
+    config: Any = {"callbacks": [BaseCallbackHandler()]}
+    return lambda: chain.invoke(QUESTION, config=config)
+
+
+def setup_ours(chain: Runnable[Any, str]) -> Invoke:
+    config: Any = {"callbacks": [RagasCallbackHandler(discarding_provider())]}
+    return lambda: chain.invoke(QUESTION, config=config)
+
+
+def setup_openinference(chain: Runnable[Any, str]) -> Invoke:
+    from openinference.instrumentation.langchain import LangChainInstrumentor
+
+    instrumentor = LangChainInstrumentor()
+    instrumentor.instrument(tracer_provider=discarding_provider())
+    return lambda: chain.invoke(QUESTION)
+
+
+def setup_openllmetry(chain: Runnable[Any, str]) -> Invoke:
+    from opentelemetry.instrumentation.langchain import LangchainInstrumentor
+
+    instrumentor = LangchainInstrumentor()
+    instrumentor.instrument(tracer_provider=discarding_provider())
+    return lambda: chain.invoke(QUESTION)
+
+
+def setup_bare_spans(chain: Runnable[Any, str]) -> Invoke:
+    """The spans our handler makes for one invoke, replayed straight on the SDK."""
+    memory = InMemorySpanExporter()
+    capture = TracerProvider()
+    capture.add_span_processor(SimpleSpanProcessor(memory))
+    chain.invoke(QUESTION, config={"callbacks": [RagasCallbackHandler(capture)]})
+    finished = memory.get_finished_spans()
+    root = next(s for s in finished if s.parent is None)
+    children = [(s.name, dict(s.attributes or {})) for s in finished if s.parent is not None]
+    root_name, root_attrs = root.name, dict(root.attributes or {})
+    tracer = discarding_provider().get_tracer("bench")
+
+    def replay() -> None:
+        span = tracer.start_span(root_name, attributes=root_attrs)
+        ctx = trace.set_span_in_context(span)
+        for name, attrs in children:
+            tracer.start_span(name, ctx, attributes=attrs).end()
+        span.end()
+
+    return replay
+
+
+CONFIGS: dict[str, Callable[[Runnable[Any, str]], Invoke]] = {
+    "base": setup_base,
+    "a": setup_noop,
+    "b": setup_ours,
+    "c": setup_openinference,
+    "d": setup_openllmetry,
+    "spans": setup_bare_spans,
+}
+LABELS = {
+    "a": "(a) no-op BaseCallbackHandler",
+    "b": "(b) ragas-trace RagasCallbackHandler",
+    "c": "(c) openinference-instrumentation-langchain",
+    "d": "(d) opentelemetry-instrumentation-langchain (OpenLLMetry)",
+    "spans": "bare SDK spans (same spans, same attributes, no framework)",
+}
+
+
+def run_worker(name: str) -> int:
+    """Serve timed blocks for one configuration: read N, answer "wall_us cpu_us spans"."""
+    global _exported
+    invoke = CONFIGS[name](build_chain())
+    for _ in range(20):
+        invoke()
+    print("ready", flush=True)
+    for line in sys.stdin:
+        n = int(line)
+        for _ in range(max(n // 10, 5)):  # re-warm caches the other workers cooled
+            invoke()
+        gc.collect()
+        _exported = 0
+        wall, cpu = time.perf_counter_ns(), time.process_time_ns()
+        for _ in range(n):
+            invoke()
+        cpu, wall = time.process_time_ns() - cpu, time.perf_counter_ns() - wall
+        print(f"{wall / n / 1000} {cpu / n / 1000} {_exported / n}", flush=True)
+    return 0
+
+
+class Worker:
+    """One configuration in its own process: the peers patch LangChain for good
+    (OpenLLMetry's ``uninstrument`` leaves its handler in place), so they are kept
+    apart, and the processes take turns so that the measurements interleave."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.proc = subprocess.Popen(
+            [sys.executable, __file__, "--worker", name], stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE, text=True)
+        assert self.proc.stdout is not None
+        ready = self.proc.stdout.readline().strip()
+        if ready != "ready":
+            raise RuntimeError(f"worker {name} failed to start")
+
+    def block(self, n: int) -> tuple[float, float, float]:
+        assert self.proc.stdin is not None and self.proc.stdout is not None
+        self.proc.stdin.write(f"{n}\n")
+        self.proc.stdin.flush()
+        wall, cpu, spans = self.proc.stdout.readline().split()
+        return float(wall), float(cpu), float(spans)
+
+    def close(self) -> None:
+        if self.proc.stdin is not None:
+            self.proc.stdin.close()
+        self.proc.wait(timeout=30)
+
+
+def available(name: str) -> bool:
+    module = {"c": "openinference.instrumentation.langchain",
+              "d": "opentelemetry.instrumentation.langchain"}.get(name)
+    if module is None:
+        return True
+    try:
+        __import__(module)
+    except ImportError:
+        return False
+    return True
+
+
+def measure(names: list[str], rounds: int, invokes: int
+            ) -> tuple[dict[str, list[float]], dict[str, list[float]], dict[str, float]]:
+    """Per-round block means (µs, wall and process CPU); every round runs every
+    configuration once, in shuffled order."""
+    workers = {n: Worker(n) for n in names}
+    wall: dict[str, list[float]] = {n: [] for n in names}
+    cpu: dict[str, list[float]] = {n: [] for n in names}
+    spans: dict[str, float] = {}
+    order = list(names)
+    try:
+        for r in range(rounds):
+            random.shuffle(order)
+            for name in order:
+                w, c, spans[name] = workers[name].block(invokes)
+                wall[name].append(w)
+                cpu[name].append(c)
+            print(f"  round {r + 1}/{rounds} (CPU µs): " + "  ".join(
+                f"{n}={cpu[n][-1]:.0f}" for n in names), file=sys.stderr, flush=True)
+    finally:
+        for worker in workers.values():
+            worker.close()
+    return wall, cpu, spans
+
+
+def rss_mib() -> float:
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+def memory_check(invokes: int) -> int:
+    chain = build_chain()
+    handler = RagasCallbackHandler(discarding_provider())
+    config: Any = {"callbacks": [handler]}
+    for _ in range(1000):
+        chain.invoke(QUESTION, config=config)
+    gc.collect()
+    before = rss_mib()
+    for _ in range(invokes):
+        chain.invoke(QUESTION, config=config)
+    gc.collect()
+    print(f"{before} {rss_mib()} {handler.open_runs}", flush=True)
+    return 0
+
+
+def added_costs(samples: dict[str, list[float]]) -> dict[str, float]:
+    """Median over rounds of (configuration - base) in the same round."""
+    base = samples["base"]
+    return {n: statistics.median(s - b for s, b in zip(samples[n], base, strict=True))
+            for n in samples if n not in ("base", "spans")}
+
+
+def report(title: str, samples: dict[str, list[float]], spans_per_invoke: dict[str, float]
+           ) -> None:
+    added = added_costs(samples)
+    bare = statistics.median(samples["spans"])
+    floor = added["a"] + bare
+    print(f"\n== {title} ==")
+    print(f"base invoke (no callbacks): median {statistics.median(samples['base']):.0f} µs")
+    print(f"{LABELS['spans']}: {bare:.0f} µs")
+    for name, cost in added.items():
+        print(f"{LABELS[name]}: +{cost:.0f} µs = {cost / floor:.2f} F "
+              f"[{spans_per_invoke[name]:.0f} spans/invoke]")
+    print(f"floor F = (a) + bare spans = {floor:.0f} µs")
+    ours = added["b"]
+    print(f"(b) / F = {ours / floor:.2f}  (target <= 1.30): "
+          f"{'met' if ours <= 1.3 * floor else 'NOT met'}")
+    peers = {n: added[n] for n in ("c", "d") if n in added}
+    if peers:
+        cheaper = min(peers.values())
+        print(f"(b) / min(c, d) = {ours / cheaper:.3f}  (target <= 0.200): "
+              f"{'met' if ours <= cheaper / 5 else 'NOT met'}")
+        for name, cost in peers.items():
+            print(f"({name}) / (b) = {cost / ours:.1f}x")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    parser.add_argument("--rounds", type=int, default=40)
+    parser.add_argument("--invokes", type=int, default=50, help="invokes per timed block")
+    parser.add_argument("--rss-invokes", type=int, default=100_000)
+    parser.add_argument("--rss-bound-mib", type=float, default=20.0,
+                        help="RSS growth allowed over the memory check")
+    parser.add_argument("--worker", help=argparse.SUPPRESS)
+    parser.add_argument("--memory", type=int, help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.worker:
+        return run_worker(args.worker)
+    if args.memory is not None:
+        return memory_check(args.memory)
+
+    names = [n for n in CONFIGS if available(n)]
+    missing = [LABELS[n] for n in CONFIGS if n not in names]
+    if missing:
+        print("not installed, skipped: " + "; ".join(missing) + " (pip install -e '.[bench]')")
+    print(f"{args.rounds} rounds x {args.invokes} invokes per configuration, interleaved, "
+          "one process per configuration")
+    wall, cpu, spans = measure(names, args.rounds, args.invokes)
+    report("process CPU time per invoke (all threads; not charged for other processes)", cpu, spans)
+    report("wall time per invoke", wall, spans)
+
+    if args.rss_invokes > 0:
+        out = subprocess.run([sys.executable, __file__, "--memory", str(args.rss_invokes)],
+                             check=True, capture_output=True, text=True).stdout.split()
+        before, after, open_runs = float(out[0]), float(out[1]), int(out[2])
+        growth = after - before
+        print(f"\nmemory: {args.rss_invokes:,} invokes through (b): RSS {before:.1f} MiB -> "
+              f"{after:.1f} MiB ({growth:+.1f} MiB, bound {args.rss_bound_mib:.0f} MiB: "
+              f"{'met' if growth <= args.rss_bound_mib else 'NOT met'}); "
+              f"open runs after: {open_runs}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
