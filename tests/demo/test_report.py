@@ -1,0 +1,75 @@
+from collections.abc import Sequence
+
+import pytest
+from opentelemetry.sdk.trace import ReadableSpan
+from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+from ragas_trace import semconv as sc
+from ragas_trace.demo.exporting import FanOutExporter
+from ragas_trace.demo.report import RequestRow, render_table, rows_from_spans, summary
+from ragas_trace.results import Metric, MetricResult, Scores, StatementVerdict
+
+
+def _span(name: str, start: int, attrs: dict[str, object]) -> ReadableSpan:
+    return ReadableSpan(name=name, attributes=attrs, start_time=start, end_time=start + 1)  # type: ignore[arg-type]
+
+
+def _root(question: str, answer: str, faith: float | None, label: str | None,
+          start: int, status: str = "scored") -> ReadableSpan:
+    attrs: dict[str, object] = {sc.SPAN_KIND: sc.KIND_CHAIN, sc.INPUT_VALUE: question,
+                                sc.OUTPUT_VALUE: answer, sc.RAGAS_EVALUATION_STATUS: status}
+    if faith is not None:
+        for metric in Metric:
+            attrs[sc.metric_attribute(metric)] = faith
+            attrs[sc.metric_label_attribute(metric)] = label
+    return _span("chain", start, attrs)
+
+
+def test_rows_come_from_rag_roots_in_start_order_with_unsupported_statements() -> None:
+    evidence = Scores(judge="j", results={Metric.FAITHFULNESS: MetricResult.scored(0.5)},
+                      statements=(StatementVerdict("true one", True),
+                                  StatementVerdict("made up", False)))
+    spans = [
+        _root("q2", "a2", 0.5, "fail", start=20),
+        _span("retriever", 5, {sc.SPAN_KIND: sc.KIND_RETRIEVER}),
+        _root("q1", "a1", 0.9, "pass", start=10),
+        _root("q3", "a3", None, None, start=30, status="timeout"),
+    ]
+    rows = rows_from_spans(spans, lambda q, a: evidence if q == "q2" else None)
+    assert [r.question for r in rows] == ["q1", "q2", "q3"]
+    assert rows[1].unsupported == ("made up",)
+    assert [r.passed for r in rows] == [True, False, None]
+    assert rows[2].scores[Metric.FAITHFULNESS] is None
+
+
+def test_table_and_summary_show_scores_marks_and_verdicts() -> None:
+    row = RequestRow("How tall is it?", "38 m", "scored",
+                     {Metric.FAITHFULNESS: 0.25, Metric.ANSWER_RELEVANCE: 0.8,
+                      Metric.CONTEXT_RELEVANCE: 0.1},
+                     {Metric.FAITHFULNESS: "fail", Metric.ANSWER_RELEVANCE: "pass",
+                      Metric.CONTEXT_RELEVANCE: "fail"}, ("It is 90 metres tall.",))
+    unscored = RequestRow("Why?", "", "failed", dict.fromkeys(Metric),
+                          dict.fromkeys(Metric), ())
+    table = render_table([row, unscored]).splitlines()
+    assert "0.25 ✗" in table[2] and "0.80 ✓" in table[2] and "FAIL" in table[2]
+    assert "It is 90 metres tall." in table[2]
+    assert "failed" in table[3]
+    text = summary([row, unscored])
+    assert text.startswith("2 requests, 1 scored")
+    assert "faithfulness: mean 0.25, 0/1 pass" in text
+
+
+class _Broken(SpanExporter):
+    def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
+        raise RuntimeError("down")
+
+
+def test_fan_out_reaches_every_exporter_when_one_fails(caplog: pytest.LogCaptureFixture) -> None:
+    first, last = InMemorySpanExporter(), InMemorySpanExporter()
+    fan = FanOutExporter([first, _Broken(), last])
+    span = _span("s", 1, {})
+    assert fan.export([span]) is SpanExportResult.FAILURE
+    assert first.get_finished_spans() == (span,) and last.get_finished_spans() == (span,)
+    assert "_Broken" in caplog.text
+    assert FanOutExporter([first, last]).force_flush()
