@@ -225,3 +225,28 @@ def test_added_attributes_survive_a_full_span(make_rig):
     assert root.attributes[sc.RAGAS_EVALUATION_STATUS] == "scored"
     assert root.attributes[sc.RAGAS_FAITHFULNESS] == 0.9
     assert root.dropped_attributes > 0
+
+
+def test_a_root_that_learns_its_question_at_the_end_keeps_its_passages(make_rig):
+    """LangChain streaming: the question arrives with on_chain_end."""
+    rig = make_rig()
+    with rig.tracer.start_as_current_span("stream", attributes={
+            sc.SPAN_KIND: sc.KIND_CHAIN}) as root:
+        rag_request(rig.tracer, question="inner?", name="inner")
+        root.set_attribute(sc.INPUT_VALUE, "streamed question?")
+        root.set_attribute(sc.OUTPUT_VALUE, "Paris is the capital of France.")
+    assert rig.processor.force_flush(5000)
+    assert status_of(rig.named("stream")[0]) == "scored"
+    assert rig.judge.questions == ["streamed question?"]
+    assert rig.judge.contexts == [["Paris is the capital and largest city of France."]]
+
+
+def test_a_chain_that_never_gets_a_question_is_forgotten(make_rig):
+    rig = make_rig()
+    with rig.tracer.start_as_current_span("plain-chain", attributes={
+            sc.SPAN_KIND: sc.KIND_CHAIN}):
+        with rig.tracer.start_as_current_span("llm", attributes={sc.SPAN_KIND: sc.KIND_LLM}):
+            pass
+    assert len(rig.processor._traces) == 0
+    assert [s.name for s in rig.spans()] == ["llm", "plain-chain"]
+    assert status_of(rig.named("plain-chain")[0]) is None

@@ -164,9 +164,8 @@ class ScoringSpanProcessor(SpanProcessor):
     # -- internals -------------------------------------------------------------------
 
     def _started(self, span: ReadableSpan, track: bool) -> None:
-        kind = span_kind(span)
-        candidate = kind in _ROOT_KINDS and question_of(span) is not None
-        self._traces.started(span, candidate, track)
+        root_kind = span_kind(span) in _ROOT_KINDS
+        self._traces.started(span, root_kind, root_kind and question_of(span) is not None, track)
 
     def _ended(self, span: ReadableSpan) -> None:
         # On the app's thread: only bookkeeping here; the record is extracted on the

@@ -46,20 +46,25 @@ class TraceBuffer:
         with self._lock:
             return len(self._traces)
 
-    def started(self, span: ReadableSpan, candidate: bool, track: bool) -> None:
-        """A span started; ``track`` opens a trace even for a non-candidate span."""
+    def started(self, span: ReadableSpan, root_kind: bool, has_question: bool,
+                track: bool) -> None:
+        """A span started. A CHAIN/AGENT span is a root candidate if it has a question
+        or nothing above it in the trace (a streamed request learns its question only
+        at the end). ``track`` opens a trace even for other spans."""
         ctx = span.context
         if ctx is None:
             return
+        parent = span.parent.span_id if span.parent else None
         with self._lock:
             trace = self._traces.get(ctx.trace_id)
             if trace is None:
-                if not (candidate or track):
+                if not (root_kind or track):
                     return
                 trace = self._open(ctx.trace_id)
+            top_level = parent is None or parent not in trace.parents
             if len(trace.parents) < MAX_SPANS_PER_TRACE:
-                trace.parents[ctx.span_id] = span.parent.span_id if span.parent else None
-            if candidate:
+                trace.parents[ctx.span_id] = parent
+            if root_kind and (has_question or top_level):
                 trace.open_candidates.add(ctx.span_id)
 
     def ended(self, span: ReadableSpan, kind: str | None, candidate: bool) -> bool:
@@ -71,7 +76,12 @@ class TraceBuffer:
             trace = self._traces.get(ctx.trace_id)
             if trace is None:
                 return candidate
+            was_open = ctx.span_id in trace.open_candidates
             trace.open_candidates.discard(ctx.span_id)
+            if was_open and not candidate and not trace.open_candidates:
+                # the last possible root ended without a question: nothing to score
+                del self._traces[ctx.trace_id]
+                return False
             if len(trace.parents) < MAX_SPANS_PER_TRACE:
                 trace.parents.setdefault(ctx.span_id,
                                          span.parent.span_id if span.parent else None)
@@ -100,8 +110,11 @@ class TraceBuffer:
             stand_ins.update(chain)
         for span_id in stand_ins:
             parent = trace.parents.get(span_id)
+            # resource given: without one, ReadableSpan runs Resource.create({}) and its
+            # detectors in a thread pool, about a millisecond per stand-in.
             out.append(ReadableSpan(
-                name="", context=trace_api.SpanContext(ctx.trace_id, span_id, False),
+                name="", resource=root.resource,
+                context=trace_api.SpanContext(ctx.trace_id, span_id, False),
                 parent=(trace_api.SpanContext(ctx.trace_id, parent, False)
                         if parent is not None else None)))
         return out
