@@ -9,6 +9,8 @@ run, interleaved (shuffled order every round), medians over rounds:
             decoded to a ReadableSpan and re-encoded by the stock OTLP exporter
   off       ``ragas-trace serve --judge off``: decode to SDK spans, reassemble,
             forward through the official OTLP exporter behind the bounded queue
+  sample0   ``ragas-trace serve --judge local --sample-rate 0``: reassembly and the
+            scoring processor on every RAG trace, the judge never called
   local10   ``ragas-trace serve --judge local --sample-rate 0.1``
 
 Each configuration runs in its own process (so CPU and peak RSS are its own),
@@ -47,7 +49,7 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
 from ragas_trace.testing import InMemoryTracing
 from ragas_trace.testing.rag_traces import openinference_request, openllmetry_request, plain_request
 
-CONFIGS = ("baseline", "sdk_relay", "off", "local10")
+CONFIGS = ("baseline", "sdk_relay", "off", "sample0", "local10")
 _TICK = os.sysconf("SC_CLK_TCK")
 
 
@@ -136,8 +138,9 @@ def start(config: str, downstream: str) -> tuple[subprocess.Popen[str], str]:
         cmd = [sys.executable, __file__, "--proxy", "127.0.0.1:0", downstream,
                "sdk" if config == "sdk_relay" else "raw"]
     else:
-        judge = ["--judge", "off"] if config == "off" else \
-            ["--judge", "local", "--sample-rate", "0.1"]
+        judge = {"off": ["--judge", "off"],
+                 "sample0": ["--judge", "local", "--sample-rate", "0"],
+                 "local10": ["--judge", "local", "--sample-rate", "0.1"]}[config]
         cmd = [sys.executable, "-m", "ragas_trace.cli.main", "serve", "--otlp-grpc",
                "127.0.0.1:0", "--otlp-http", "off", "--forward-endpoint", downstream,
                "--quiet-s", "0.2", "--queue-spans", "50000", "--log-level", "error", *judge]
