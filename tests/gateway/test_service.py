@@ -91,3 +91,27 @@ def test_scoring_off_forwarding_over_http_reads_whole_requests() -> None:
         assert downstream.wait_for(lambda spans: len(spans) == OL_SPANS, timeout=10)
     names = {s.name for s in downstream.spans()}
     assert "VectorIndexRetriever.task" in names
+
+
+def test_metrics_endpoint_shows_gateway_and_scoring_metrics(
+        downstream: OtlpGrpcReceiver) -> None:
+    import urllib.request
+
+    with Gateway(settings(forward_endpoint=downstream.endpoint, judge="local",
+                          sample_rate=1.0, metrics_port=0)) as gateway:
+        assert gateway.grpc is not None and gateway.metrics is not None
+        app = grpc_sender(gateway.grpc.endpoint)
+        openinference_request(app.get_tracer("oi"), 0)
+        plain_request(app.get_tracer("plain"), 0)
+        assert downstream.wait_for(lambda spans: any(
+            sc.RAGAS_FAITHFULNESS in s.attributes for s in spans), timeout=20)
+        url = f"http://127.0.0.1:{gateway.metrics.port}/metrics"
+        with urllib.request.urlopen(url, timeout=5) as response:
+            text = response.read().decode()
+    for name in ("ragas_gateway_spans_received_total", "ragas_gateway_spans_forwarded_total",
+                 "ragas_gateway_forward_queue_spans", "ragas_gateway_held_traces",
+                 "ragas_faithfulness_bucket", "ragas_evaluations_total"):
+        assert name in text, name
+    received = [line for line in text.splitlines()
+                if line.startswith("ragas_gateway_spans_received_total")]
+    assert received and float(received[0].split()[-1]) == OI_SPANS + PLAIN_SPANS

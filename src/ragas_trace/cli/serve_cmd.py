@@ -52,12 +52,12 @@ def run(args: argparse.Namespace) -> int:
     config = args.config or os.environ.get("RAGAS_GATEWAY_CONFIG") or None
     try:
         settings = GatewaySettings.load(flags, config_file=config)
-        configure_logging(settings.log_format,
-                          "debug" if getattr(args, "verbose", False) else settings.log_level)
         gateway = Gateway(settings)
     except (ValueError, OSError, ImportError, RuntimeError) as exc:
         print(f"ragas-trace serve: {exc}", file=sys.stderr)
         return 2
+    configure_logging(settings.log_format,
+                      "debug" if getattr(args, "verbose", False) else settings.log_level)
     stop = threading.Event()
 
     def on_signal(signum: int, _frame: Any) -> None:
