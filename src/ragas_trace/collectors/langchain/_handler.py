@@ -2,14 +2,14 @@
 
 Spans are made for the root run (CHAIN, with question and answer), each retriever
 run (RETRIEVER, with its passages) and each model call (LLM, with model and token
-usage); every other run only maps to its nearest spanned ancestor. Each callback is
-wrapped so that nothing raises into the chain, and a span is ended even when
+usage); every other run only maps to its nearest spanned ancestor. The callbacks
+record; the spans are made when the root run ends (``_emit``). Each callback is
+wrapped so that nothing raises into the chain, and a run is ended even when
 building its attributes fails."""
 
 from __future__ import annotations
 
 import sys
-import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from itertools import chain
@@ -21,13 +21,14 @@ from opentelemetry import context as otel_context
 from opentelemetry import trace
 from opentelemetry.context import _SUPPRESS_INSTRUMENTATION_KEY
 from opentelemetry.sdk.trace import SpanLimits
-from opentelemetry.trace import Span, Status, StatusCode, TracerProvider
+from opentelemetry.trace import TracerProvider
 
 from ragas_trace import semconv as sc
 from ragas_trace._internal_errors import record_internal_error
 from ragas_trace.collectors import _attributes as attributes
 from ragas_trace.collectors import _settings
 from ragas_trace.collectors.langchain import _values
+from ragas_trace.collectors.langchain._emit import ABANDONED, Emitter
 from ragas_trace.collectors.langchain._runs import Run, RunMap
 
 FRAMEWORK = "langchain"
@@ -35,8 +36,8 @@ _SCOPE = "ragas_trace.collectors.langchain"
 # Attributes a retriever span carries besides its documents (kind, operation,
 # query and its mime type, documents_total), plus headroom for sampler attributes.
 _RETRIEVER_BASE_ATTRIBUTES = 8
-_ABANDONED = "abandoned"
 _COMPLETED = "completed"
+_Build = Callable[[Any], dict[str, Any]]
 
 
 class RagasCallbackHandler(BaseCallbackHandler):
@@ -80,7 +81,7 @@ class RagasCallbackHandler(BaseCallbackHandler):
         self._document_attributes = _values.DocumentAttributes(
             int(_settings.MAX_DOCUMENTS.resolve(max_documents)),
             sys.maxsize if limit is None else max(limit - _RETRIEVER_BASE_ATTRIBUTES, 0))
-        self._materialize_lock = threading.Lock()
+        self._emitter = Emitter(self._tracer, self._runs, self._run_ttl_s)
         self.evicted_runs = 0
 
     @property
@@ -95,25 +96,23 @@ class RagasCallbackHandler(BaseCallbackHandler):
         try:
             if parent_run_id is not None and self._runs.link(run_id.int, parent_run_id.int):
                 return
-            self._start_root(run_id, inputs, _run_name(serialized, kwargs, "chain"))
+            self._start_root(run_id, _run_name(serialized, kwargs, "chain"), None, inputs)
         except Exception as exc:
             record_internal_error("langchain.on_chain_start", exc)
 
     def on_chain_end(self, outputs: Any, *, run_id: UUID, **kwargs: Any) -> None:
         try:
             run = self._runs.pop(run_id.int)
-            if run is not None and run.span is not None:
-                self._end_root(run, run.span, outputs, kwargs.get("inputs"))
+            if run is not None and not run.suppressed:
+                self._end_root_chain(run, outputs, kwargs.get("inputs"), None)
         except Exception as exc:
             record_internal_error("langchain.on_chain_end", exc)
 
     def on_chain_error(self, error: BaseException, *, run_id: UUID, **kwargs: Any) -> None:
         try:
             run = self._runs.pop(run_id.int)
-            if run is not None and run.span is not None:
-                if run.root is run and not run.question_known:
-                    self._set_question(run, run.span, kwargs.get("inputs"))
-                _fail(run.span, error)
+            if run is not None and not run.suppressed:
+                self._end_root_chain(run, None, kwargs.get("inputs"), error)
         except Exception as exc:
             record_internal_error("langchain.on_chain_error", exc)
 
@@ -133,14 +132,15 @@ class RagasCallbackHandler(BaseCallbackHandler):
     def on_retriever_end(self, documents: Sequence[Any], *, run_id: UUID,
                          **kwargs: Any) -> None:
         try:
-            run = self._runs.pop(run_id.int)
-            if run is not None:
-                self._end_child(run, self._document_attributes, documents)
+            self._end_child(run_id, self._document_attributes, documents, None)
         except Exception as exc:
             record_internal_error("langchain.on_retriever_end", exc)
 
     def on_retriever_error(self, error: BaseException, *, run_id: UUID, **kwargs: Any) -> None:
-        self._end_with_error(run_id, error, "langchain.on_retriever_error")
+        try:
+            self._end_child(run_id, None, None, error)
+        except Exception as exc:
+            record_internal_error("langchain.on_retriever_error", exc)
 
     # Models -------------------------------------------------------------------
 
@@ -162,14 +162,15 @@ class RagasCallbackHandler(BaseCallbackHandler):
 
     def on_llm_end(self, response: Any, *, run_id: UUID, **kwargs: Any) -> None:
         try:
-            run = self._runs.pop(run_id.int)
-            if run is not None:
-                self._end_child(run, _usage_attributes, response)
+            self._end_child(run_id, _usage_attributes, response, None)
         except Exception as exc:
             record_internal_error("langchain.on_llm_end", exc)
 
     def on_llm_error(self, error: BaseException, *, run_id: UUID, **kwargs: Any) -> None:
-        self._end_with_error(run_id, error, "langchain.on_llm_error")
+        try:
+            self._end_child(run_id, None, None, error)
+        except Exception as exc:
+            record_internal_error("langchain.on_llm_error", exc)
 
     # Tools: no spans, but their children must still find the request. ----------
 
@@ -189,83 +190,37 @@ class RagasCallbackHandler(BaseCallbackHandler):
 
     # Internals ----------------------------------------------------------------
 
-    def _start_root(self, run_id: UUID, inputs: Any, name: str) -> None:
-        start = time.time_ns()
+    def _start_root(self, run_id: UUID, name: str, attrs: dict[str, Any] | None,
+                    inputs: Any) -> None:
+        """A new request: a root chain (``attrs`` None), or a retriever or model called
+        on its own."""
+        run = Run(run_id.int, None, name=name, start_ns=time.time_ns())
         ctx = otel_context.get_current()
         if otel_context.get_value(_SUPPRESS_INSTRUMENTATION_KEY, ctx):
-            self._add_suppressed_root(run_id)
-            return
-        streaming = _values.is_stream_placeholder(inputs)
-        question = None if streaming else _values.question_of(inputs)
-        attrs = dict(chain(attributes.chain_attributes(name, FRAMEWORK, self._app_name),
-                           attributes.input_attributes(question)))
-        span = self._tracer.start_span(name, ctx, attributes=attrs, start_time=start)
-        run = Run(run_id.int, None, name=name, span=span)
-        run.streaming = streaming
-        run.question_known = question is not None
-        self._evict(self._runs.add_root(run))
-
-    def _add_suppressed_root(self, run_id: UUID) -> None:
-        # Registered anyway, so that its children are not taken for roots.
-        run = Run(run_id.int, None)
-        run.suppressed = True
+            # Registered anyway, so that its children are not taken for roots.
+            run.suppressed = True
+        elif attrs is not None:
+            run.attrs = attrs
+        else:
+            run.streaming = _values.is_stream_placeholder(inputs)
+            question = None if run.streaming else _values.question_of(inputs)
+            run.question_known = question is not None
+            run.attrs = dict(chain(attributes.chain_attributes(name, FRAMEWORK, self._app_name),
+                                   attributes.input_attributes(question)))
+        run.ctx = ctx
         self._evict(self._runs.add_root(run))
 
     def _start_child(self, run_id: UUID, parent_run_id: UUID | None, name: str,
                      attrs: dict[str, Any]) -> None:
-        start = time.time_ns()
         parent = self._runs.get(parent_run_id.int) if parent_run_id is not None else None
         if parent is None:
-            # A retriever or model called on its own is a request of its own.
-            ctx = otel_context.get_current()
-            if otel_context.get_value(_SUPPRESS_INSTRUMENTATION_KEY, ctx):
-                self._add_suppressed_root(run_id)
-                return
-            span = self._tracer.start_span(name, ctx, attributes=attrs, start_time=start)
-            self._evict(self._runs.add_root(Run(run_id.int, None, name=name, span=span)))
+            self._start_root(run_id, name, attrs, None)
         elif parent.root.suppressed:
             self._runs.alias(run_id.int, parent)
         else:
-            self._runs.add_child(Run(run_id.int, parent.root, parent, name, attrs, start))
-
-    def _end_child(self, run: Run, build: Callable[[Any], Mapping[str, Any]],
-                   value: Any) -> None:
-        """Add what ``build(value)`` gives and end the span, whatever happens."""
-        if run.suppressed:
-            return
-        span = run.span
-        if span is None:
-            # Made now, in one go: start attributes and end attributes together.
-            attrs = run.attrs or {}
-            try:
-                attrs.update(build(value))
-            finally:
-                span = self._tracer.start_span(run.name, self._parent_context(run),
-                                               attributes=attrs, start_time=run.start_ns)
-                span.end(time.time_ns())
-            return
-        try:
-            span.set_attributes(build(value))
-        finally:
-            span.end(time.time_ns())
-
-    def _parent_context(self, run: Run) -> otel_context.Context:
-        """The context that parents ``run``'s span: its parent run's span, made if need be."""
-        parent = run.parent
-        if parent is None:
-            return otel_context.get_current()
-        self._materialize(parent)
-        return parent.child_context()
-
-    def _materialize(self, run: Run) -> Span | None:
-        """``run``'s span, started now (with its start time) if it was waiting for its end."""
-        if run.span is None and not run.suppressed:
-            ctx = self._parent_context(run)
-            with self._materialize_lock:
-                if run.span is None:
-                    run.span = self._tracer.start_span(run.name, ctx, attributes=run.attrs,
-                                                       start_time=run.start_ns)
-        return run.span
+            run = Run(run_id.int, parent.root, parent, name, attrs, time.time_ns())
+            if self._runs.add_child(run):
+                self._emitter.start_late(run)
 
     def _start_llm(self, serialized: dict[str, Any] | None, run_id: UUID,
                    parent_run_id: UUID | None, metadata: Mapping[str, Any] | None,
@@ -276,35 +231,39 @@ class RagasCallbackHandler(BaseCallbackHandler):
             _values.provider_of(metadata), None, None))
         self._start_child(run_id, parent_run_id, _run_name(serialized, kwargs, "llm"), attrs)
 
-    def _end_root(self, run: Run, span: Span, outputs: Any, inputs: Any) -> None:
+    def _end_child(self, run_id: UUID, build: _Build | None, value: Any,
+                   error: BaseException | None) -> None:
+        """End a retriever or model run with what ``build(value)`` gives; ended even
+        when that fails (the failure is then recorded by the caller)."""
+        run = self._runs.pop(run_id.int)
+        if run is None or run.suppressed:
+            return
+        attrs = None
+        try:
+            if build is not None:
+                attrs = build(value)
+        finally:
+            end = time.time_ns()
+            if run.root is run:
+                self._emitter.end_root(run, end, attrs, error)
+            else:
+                self._emitter.end_child(run, end, attrs, error)
+
+    def _end_root_chain(self, run: Run, outputs: Any, inputs: Any,
+                        error: BaseException | None) -> None:
+        attrs: dict[str, Any] = {}
         try:
             if not run.question_known:
-                self._set_question(run, span, inputs)
-            attrs = dict(attributes.output_attributes(_values.answer_of(outputs)))
+                attrs.update(attributes.input_attributes(_values.question_of(inputs)))
+            attrs.update(attributes.output_attributes(_values.answer_of(outputs)))
             # A consumer that stops a sync stream early ends the root while the
             # model run is still open.
             if run.open_children > 0:
-                attrs[sc.RAGAS_STREAM_STATUS] = _ABANDONED
-            elif run.streaming:
+                attrs[sc.RAGAS_STREAM_STATUS] = ABANDONED
+            elif run.streaming and error is None:
                 attrs[sc.RAGAS_STREAM_STATUS] = _COMPLETED
-            span.set_attributes(attrs)
         finally:
-            span.end(time.time_ns())
-
-    def _set_question(self, run: Run, span: Span, inputs: Any) -> None:
-        question = _values.question_of(inputs)
-        if question is not None:
-            span.set_attributes(dict(attributes.input_attributes(question)))
-            run.question_known = True
-
-    def _end_with_error(self, run_id: UUID, error: BaseException, where: str) -> None:
-        try:
-            run = self._runs.pop(run_id.int)
-            span = self._materialize(run) if run is not None else None
-            if span is not None:
-                _fail(span, error)
-        except Exception as exc:
-            record_internal_error(where, exc)
+            self._emitter.end_root(run, time.time_ns(), attrs, error)
 
     def _forget(self, run_id: UUID, where: str) -> None:
         try:
@@ -313,31 +272,14 @@ class RagasCallbackHandler(BaseCallbackHandler):
             record_internal_error(where, exc)
 
     def _evict(self, victims: list[Run]) -> None:
+        now = time.time_ns()
         for run in victims:
             self.evicted_runs += 1
-            span = self._materialize(run)
-            if span is None:
-                continue
-            try:
-                span.set_attribute(sc.RAGAS_RUN_EVICTED, True)
-                span.set_status(Status(
-                    StatusCode.ERROR, f"no end event within {self._run_ttl_s:g} s; evicted"))
-            except Exception as exc:
-                record_internal_error("langchain.evict", exc)
-            finally:
-                span.end(time.time_ns())
-
-
-def _fail(span: Span, error: BaseException) -> None:
-    try:
-        if isinstance(error, GeneratorExit):
-            # The consumer of an astream stopped early: not the app's failure.
-            span.set_attribute(sc.RAGAS_STREAM_STATUS, _ABANDONED)
-        else:
-            span.record_exception(error)
-            span.set_status(Status(StatusCode.ERROR, f"{type(error).__name__}: {error}"))
-    finally:
-        span.end(time.time_ns())
+            if not run.suppressed:
+                try:
+                    self._emitter.evict(run, now)
+                except Exception as exc:
+                    record_internal_error("langchain.evict", exc)
 
 
 def _usage_attributes(response: Any) -> dict[str, Any]:

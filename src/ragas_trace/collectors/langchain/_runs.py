@@ -27,33 +27,42 @@ from opentelemetry.trace import Span
 class Run:
     """A run we make a span for, or a suppressed request's root (``suppressed``).
 
-    Retriever and model spans are made when their run ends, in one go with all
-    their attributes (``name``, ``attrs`` and ``start_ns`` wait until then): the
-    SDK work then runs back to back instead of being split across the chain's
-    events. A nested run that needs one as its parent makes it earlier
-    (``RagasCallbackHandler._parent_context``).
+    Spans are not made while the chain runs: each run keeps its name, start time and
+    attributes, and the request's spans are all made in one burst when its root run
+    ends (``RagasCallbackHandler._emit``), with the times recorded here. The SDK's
+    code then runs back to back instead of between the chain's steps, where it costs
+    about twice as much CPU. A run still open at that point (a stream stopped early)
+    gets its span then and ends it itself.
     """
 
-    __slots__ = ("_child_context", "attrs", "name", "open_children", "parent",
-                 "question_known", "root", "run_id", "span", "start_ns", "started",
-                 "streaming", "suppressed")
+    __slots__ = ("_child_context", "attrs", "children", "ctx", "emitted", "end_ns", "error",
+                 "evicted", "name", "open_children", "parent", "question_known", "root",
+                 "run_id", "span", "start_ns", "started", "streaming", "suppressed")
 
     def __init__(self, run_id: int, root: Run | None, parent: Run | None = None,
-                 name: str = "", attrs: dict[str, Any] | None = None, start_ns: int = 0,
-                 span: Span | None = None) -> None:
+                 name: str = "", attrs: dict[str, Any] | None = None,
+                 start_ns: int = 0) -> None:
         self.run_id = run_id
         self.root: Run = root if root is not None else self
         self.parent = parent
         self.name = name
-        self.attrs = attrs
+        self.attrs: dict[str, Any] = attrs if attrs is not None else {}
         self.start_ns = start_ns
-        self.span = span
+        self.end_ns: int | None = None
+        self.error: BaseException | None = None
+        self.evicted = False
+        self.span: Span | None = None
         self.started: float = time.monotonic() if root is None else root.started
         self.suppressed = False
+        # Root only: the OTel context current when the request started, its
+        # retriever/LLM runs in start order, how many are still open, and whether
+        # its spans have been made.
+        self.ctx: otel_context.Context | None = None
+        self.children: list[Run] = []
+        self.open_children = 0
+        self.emitted = False
         self.streaming = False
         self.question_known = False
-        # Retriever/LLM runs of this request still open (kept on the root only).
-        self.open_children = 0
         self._child_context: otel_context.Context | None = None
 
     def child_context(self) -> otel_context.Context:
@@ -94,10 +103,48 @@ class RunMap:
         with self._lock:
             self._runs[run_id] = run
 
-    def add_child(self, run: Run) -> None:
+    def evict_child(self, run: Run, end_ns: int) -> Span | None:
+        """Like ``end_child`` for a run that never ended."""
+        with self._lock:
+            run.evicted = True
+            run.end_ns = end_ns
+            return run.span
+
+    def add_child(self, run: Run) -> bool:
+        """Register a retriever/LLM run; True when its request's spans are already made
+        (the caller then makes this run's span itself)."""
+        root = run.root
         with self._lock:
             self._runs[run.run_id] = run
-            run.root.open_children += 1
+            root.open_children += 1
+            if not root.emitted:
+                root.children.append(run)
+            return root.emitted
+
+    def end_child(self, run: Run, end_ns: int, attrs: dict[str, Any] | None,
+                  error: BaseException | None) -> Span | None:
+        """Record a retriever/LLM run's end; returns its span when the caller must end it
+        (its request's spans were made already), else None: the burst will."""
+        with self._lock:
+            if attrs:
+                run.attrs.update(attrs)
+            run.error = error
+            run.end_ns = end_ns
+            return run.span
+
+    def emit_root(self, root: Run, span: Span | None) -> list[Run]:
+        """Mark a request's spans as being made; returns its retriever/LLM runs."""
+        with self._lock:
+            root.span = span
+            root.emitted = True
+            children, root.children = root.children, []
+            return children
+
+    def set_span(self, run: Run, span: Span) -> bool:
+        """Attach a span made by the burst; True when the run has ended (end it now)."""
+        with self._lock:
+            run.span = span
+            return run.end_ns is not None
 
     def add_root(self, run: Run) -> list[Run]:
         """Register a new request; returns the runs evicted to make room or for age."""
@@ -110,7 +157,7 @@ class RunMap:
             return self._evict_locked(now - self._ttl_s)
 
     def pop(self, run_id: int) -> Run | None:
-        """Forget a run; returns its ``Run`` only when that run owns it (its span to end)."""
+        """Forget a run; returns its ``Run`` only when that run owns it."""
         with self._lock:
             run = self._runs.pop(run_id, None)
             if run is None or run.run_id != run_id:
