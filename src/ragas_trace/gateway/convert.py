@@ -92,6 +92,11 @@ class ReceivedSpan(ReadableSpan):
         self._resource = resource
         self._instrumentation_scope = scope
         self._instrumentation_info = None
+        # Decoded on first read; plain slots rather than a dict, as the extractor and
+        # the processor read ``attributes`` and ``context`` several times per span.
+        self._span_context: SpanContext | None = None
+        self._parent_context: SpanContext | None = None
+        self._attribute_view: MappingProxyType[str, Any] | None = None
         self._decoded: dict[str, Any] = {}
 
     def has_any_attribute(self, keys: frozenset[str]) -> bool:
@@ -110,7 +115,9 @@ class ReceivedSpan(ReadableSpan):
         return name
 
     def get_span_context(self) -> SpanContext:
-        context: SpanContext = self._get("context", self._build_context)
+        context = self._span_context
+        if context is None:
+            context = self._span_context = self._build_context()
         return context
 
     @property
@@ -121,7 +128,9 @@ class ReceivedSpan(ReadableSpan):
     def parent(self) -> SpanContext | None:
         if not self.pb.parent_span_id or self.pb.parent_span_id == _ZERO_SPAN_ID:
             return None
-        parent: SpanContext = self._get("parent", self._build_parent)
+        parent = self._parent_context
+        if parent is None:
+            parent = self._parent_context = self._build_parent()
         return parent
 
     @property
@@ -145,8 +154,10 @@ class ReceivedSpan(ReadableSpan):
 
     @property
     def attributes(self) -> Attributes:
-        attrs: dict[str, Any] = self._get("attributes", lambda: attributes_of(self.pb.attributes))
-        return MappingProxyType(attrs)
+        view = self._attribute_view
+        if view is None:
+            view = self._attribute_view = MappingProxyType(attributes_of(self.pb.attributes))
+        return view
 
     @property
     def events(self) -> Sequence[Event]:
