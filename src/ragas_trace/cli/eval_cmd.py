@@ -95,7 +95,7 @@ async def evaluate(cases: list[Case], judge: Judge, concurrency: int) -> dict[st
         await judge.aclose()
     return {"judge": judge.name, "splits": {
         split: {str(m): {"agreement": round(sum(p) / len(p), 4), "pairs": len(p)}
-                for m, p in sorted(metrics.items())}
+                for m in Metric if (p := metrics.get(m))}
         for split, metrics in sorted(totals.items())}}
 
 
