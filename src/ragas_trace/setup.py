@@ -81,8 +81,11 @@ class RagasTrace:
             ok = bool(self.meter_provider.force_flush(int(remaining * 1000))) and ok
         return ok
 
-    def shutdown(self, timeout_s: float = 30.0) -> bool:
-        """Score or release every held span, flush, stop; one deadline. Safe twice."""
+    def shutdown(self, timeout_s: float | None = None) -> bool:
+        """Score or release every held span, flush, stop; one deadline (default: the
+        hold timeout + 1 s, also at exit). Safe twice."""
+        if timeout_s is None:
+            timeout_s = self.settings.hold_timeout_s + 1.0
         if self._shut_down:
             return True
         self._shut_down = True

@@ -250,3 +250,23 @@ def test_a_chain_that_never_gets_a_question_is_forgotten(make_rig):
     assert len(rig.processor._traces) == 0
     assert [s.name for s in rig.spans()] == ["llm", "plain-chain"]
     assert status_of(rig.named("plain-chain")[0]) is None
+
+
+def test_scoring_restarts_in_a_forked_child(make_rig):
+    import os
+
+    rig = make_rig()
+    rag_request(rig.tracer)  # the scorer and reaper threads run in the parent
+    assert rig.processor.force_flush(5000)
+    pid = os.fork()
+    if pid == 0:  # child: fresh threads on first use
+        code = 1
+        try:
+            rig.exporter.clear()
+            rag_request(rig.tracer)
+            ok = rig.processor.force_flush(5000)
+            code = 0 if ok and status_of(rig.named("rag")[0]) == "scored" else 1
+        finally:
+            os._exit(code)
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0

@@ -12,8 +12,10 @@ queue full, judge failed or too slow, shutdown) is exported unscored with
 from __future__ import annotations
 
 import functools
+import os
 import threading
 import time
+import weakref
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
@@ -97,6 +99,10 @@ class ScoringSpanProcessor(SpanProcessor):
         self._wake = threading.Condition(self._lock)
         self._held: dict[tuple[int, int], _Held] = {}
         self._closed = False
+        self._start_reaper()
+        _processors.add(self)
+
+    def _start_reaper(self) -> None:
         self._reaper = threading.Thread(target=self._reap, name="ragas-trace-hold-reaper",
                                         daemon=True)
         self._reaper.start()
@@ -140,9 +146,12 @@ class ScoringSpanProcessor(SpanProcessor):
         drained = self.scorer.drain(deadline - time.monotonic())
         return self._flush_downstream(deadline) and drained
 
-    def shutdown(self, timeout_s: float = 30.0) -> bool:  # type: ignore[override]
+    def shutdown(self, timeout_s: float | None = None) -> bool:  # type: ignore[override]
         """Drain the scorer, export every span still held, shut downstream; all within
-        ``timeout_s``. The SDK calls it without arguments and ignores the ``bool``."""
+        ``timeout_s`` (default: the hold timeout + 1 s, which no held span outlives).
+        The SDK calls it without arguments and ignores the ``bool``."""
+        if timeout_s is None:
+            timeout_s = self.hold_timeout_s + 1.0
         deadline = time.monotonic() + timeout_s
         with self._lock:
             if self._closed:
@@ -294,3 +303,21 @@ def _app_name(span: ReadableSpan) -> str:
     """The ``app`` metric label, as ``extract_record`` derives it."""
     name = (span.attributes or {}).get(sc.RAGAS_APP_NAME)
     return name if isinstance(name, str) else span.name
+
+
+_processors: weakref.WeakSet[ScoringSpanProcessor] = weakref.WeakSet()
+
+
+def _reinit_after_fork() -> None:
+    # Threads do not survive fork: a child (e.g. a pre-forking web server's worker)
+    # gets a fresh lock and reaper; spans the parent held are the parent's to export.
+    for processor in list(_processors):
+        processor._lock = threading.Lock()
+        processor._wake = threading.Condition(processor._lock)
+        processor._held.clear()
+        processor._traces = TraceBuffer(processor._traces.max_traces)
+        if not processor._closed:
+            processor._start_reaper()
+
+
+os.register_at_fork(after_in_child=_reinit_after_fork)

@@ -36,7 +36,7 @@ class TraceBuffer:
     """Thread-safe; at most ``max_traces`` traces, the oldest evicted first."""
 
     def __init__(self, max_traces: int = 10000, ttl_s: float = 600.0) -> None:
-        self._max = max_traces
+        self.max_traces = max_traces
         self._ttl = ttl_s
         self._lock = threading.Lock()
         self._traces: OrderedDict[int, _Trace] = OrderedDict()
@@ -133,7 +133,7 @@ class TraceBuffer:
         return removed
 
     def _open(self, trace_id: int) -> _Trace:
-        if len(self._traces) >= self._max:
+        if len(self._traces) >= self.max_traces:
             self._traces.popitem(last=False)
             self.evicted += 1
         trace = _Trace(created=time.monotonic())

@@ -12,6 +12,7 @@
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from collections import deque
@@ -21,6 +22,8 @@ from dataclasses import dataclass
 from opentelemetry.sdk.trace import ReadableSpan
 
 from ragas_trace import semconv as sc
+
+logger = logging.getLogger("ragas_trace")
 
 _TRACE_ID_LOW = (1 << 64) - 1
 _MINUTE_S = 60.0
@@ -71,6 +74,7 @@ class Sampler:
         self._starts: deque[float] = deque()
         self._spent: deque[tuple[float, int]] = deque()
         self._spent_total = 0
+        self._warned = False
 
     def decide(self, span: ReadableSpan) -> Decision:
         always = self._is_always(span)
@@ -109,6 +113,10 @@ class Sampler:
         if self._always is not None:
             try:
                 return bool(self._always(span))
-            except Exception:  # a user predicate must not break export
+            except Exception as exc:  # a user predicate must not break export
+                if not self._warned:
+                    self._warned = True
+                    logger.warning("the always-score predicate raised %s; treated as false "
+                                   "(logged once)", type(exc).__name__)
                 return False
         return False
