@@ -11,6 +11,7 @@ Bounded: the test gives up after ``DEADLINE_S``; it usually ends within a minute
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import statistics
@@ -25,7 +26,9 @@ import pytest
 import yaml
 from prometheus_harness import Prometheus, free_port, running_prometheus, scale_rules
 
-RULES = Path(__file__).resolve().parents[2] / "deploy" / "prometheus" / "rules" / "ragas-alerts.yml"
+DEPLOY = Path(__file__).resolve().parents[2] / "deploy"
+RULES = DEPLOY / "prometheus" / "rules" / "ragas-alerts.yml"
+DASHBOARD = DEPLOY / "grafana" / "dashboards" / "ragas-trace.json"
 TIME_SCALE = 30
 DEADLINE_S = 150.0
 ALERT = "RagasFaithfulnessLow"
@@ -121,3 +124,13 @@ def test_faithfulness_alert_fires_with_drift_and_not_without(demos: dict[str, An
         names = {r["metric"]["__name__"] for r in prometheus.query(
             '{__name__=~"ragas_.+", job="demo-drift"}')}
         assert names >= ALWAYS_EXPORTED, ALWAYS_EXPORTED - names
+        # The dashboard's pass rates read the bucket at the chosen threshold.
+        bounds = {r["metric"]["le"] for r in prometheus.query(
+            'ragas_faithfulness_bucket{job="demo-drift"}')}
+        assert bounds >= _dashboard_thresholds()
+
+
+def _dashboard_thresholds() -> set[str]:
+    dashboard = json.loads(DASHBOARD.read_text(encoding="utf-8"))
+    threshold = next(v for v in dashboard["templating"]["list"] if v["name"] == "threshold")
+    return {str(option["value"]) for option in threshold["options"]}
