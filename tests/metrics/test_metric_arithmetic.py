@@ -98,3 +98,12 @@ def test_context_relevance_chinese_and_german() -> None:
     de = ["Die Mauer fiel am 9. November 1989. Berlin ist groß."]
     result, match = context_relevance(de, ["Die Mauer fiel am 9. November 1989."])
     assert result.value == pytest.approx(1 / 2)
+
+
+def test_context_relevance_accepts_a_copy_missing_a_few_words_at_an_end() -> None:
+    context = ["However, the tower was finished in March 1889 [3]. Rome is old."]
+    result, match = context_relevance(context, ["the tower was finished in March 1889"])
+    assert result.value == pytest.approx(1 / 2)
+    assert match.kept == ("However, the tower was finished in March 1889 [3].",)
+    short, _ = context_relevance(context, ["March 1889"])  # a fragment is not a sentence
+    assert short.status is MetricStatus.FAILED

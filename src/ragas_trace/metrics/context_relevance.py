@@ -2,9 +2,10 @@
 needed to answer the question, as extracted verbatim by a judge.
 
 A judge's copy of a sentence may differ in whitespace, quote characters or the
-final full stop; we accept those differences but count only sentences that really
-occur in the context, each at most once, so an invented or paraphrased sentence
-never raises the score.
+final full stop, or leave out a few words at either end (at least 70 % of the
+sentence, copied verbatim); we accept those differences but count only sentences
+that really occur in the context, each at most once, so an invented or
+paraphrased sentence never raises the score.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from ragas_trace.results import MetricResult, MetricStatus
 _QUOTES = str.maketrans({c: '"' for c in "“”„‟«»″〝〞＂「」『』"} | {c: "'" for c in "‘’‚‛‹›′`"})
 _SPACE = re.compile(r"\s+")
 _END = ".。!?！？…;；"
+MIN_COVERAGE = 0.7  # share of a context sentence a partial copy must reproduce
 
 
 def normalise(sentence: str) -> str:
@@ -52,13 +54,28 @@ def match_sentences(contexts: Sequence[str], extracted: Sequence[str]) -> Contex
         whole = normalise(item)
         pieces = [item] if whole in index else split_sentences(" ".join(item.split()))
         for piece in pieces:
-            free = [i for i in index.get(normalise(piece), []) if i not in kept]
+            key = normalise(piece)
+            if not key:
+                continue
+            candidates = index.get(key) or _containing(sentences, key)
+            free = [i for i in candidates if i not in kept]
             if free:
                 kept.add(free[0])
-            elif normalise(piece) and not index.get(normalise(piece)):
+            elif not candidates:
                 unmatched.append(piece)
     return ContextMatch(len(sentences), tuple(sentences[i] for i in sorted(kept)),
                         tuple(unmatched))
+
+
+def _containing(sentences: Sequence[str], piece: str) -> list[int]:
+    """Sentences of which ``piece`` is a verbatim part covering most of it: judges
+    sometimes drop a leading "However," or a trailing citation mark."""
+    found = []
+    for i, sentence in enumerate(sentences):
+        full = normalise(sentence)
+        if piece in full and len(piece) >= MIN_COVERAGE * len(full):
+            found.append(i)
+    return found
 
 
 def context_relevance(contexts: Sequence[str], extracted: Sequence[str],
