@@ -36,25 +36,39 @@ class RagasSpanHandler(BaseSpanHandler[BaseSpan]):
     def class_name(cls) -> str:
         return "RagasSpanHandler"
 
+    # Most dispatcher spans belong to objects without a role (splitters, synthesizers,
+    # embeddings...): for them each callback is one dict lookup.
+
     def span_enter(self, id_: str, bound_args: inspect.BoundArguments, instance: Any = None,
                    parent_id: str | None = None, tags: dict[str, Any] | None = None,
                    **kwargs: Any) -> None:
         try:
-            self.tracker.enter(id_, bound_args, instance, parent_id, tags)
+            tracker = self.tracker
+            role = tracker.roles.get(type(instance))
+            if role is None:
+                role = tracker.role(instance)
+            if role:
+                tracker.enter(id_, bound_args, instance, role, tags)
         except Exception as exc:
             record_internal_error("llamaindex.span_enter", exc)
 
     def span_exit(self, id_: str, bound_args: inspect.BoundArguments, instance: Any = None,
                   result: Any = None, **kwargs: Any) -> None:
         try:
-            self.tracker.exit(id_, instance, result)
+            tracker = self.tracker
+            role = tracker.roles.get(type(instance))
+            if role:
+                tracker.exit(id_, instance, role, result)
         except Exception as exc:
             record_internal_error("llamaindex.span_exit", exc)
 
     def span_drop(self, id_: str, bound_args: inspect.BoundArguments, instance: Any = None,
                   err: BaseException | None = None, **kwargs: Any) -> None:
         try:
-            self.tracker.drop(id_, instance, err)
+            tracker = self.tracker
+            role = tracker.roles.get(type(instance))
+            if role:
+                tracker.drop(id_, instance, role, err)
         except Exception as exc:
             record_internal_error("llamaindex.span_drop", exc)
 

@@ -1,29 +1,22 @@
 """Transparent wrappers around a streaming response's token generator.
 
 They yield exactly what the user's generator yields, record the text as it passes,
-and report once how the stream ended. While the inner generator runs they mark the
-request in a context variable: LlamaIndex starts the LLM lazily, inside the user's
-``next()``, as a span with no parent, and the collector uses the mark to keep that
-span in the request's trace."""
+and report once how the stream ended. While the inner generator runs they make the
+request's root the current node (``CURRENT``): LlamaIndex starts the LLM lazily,
+inside the user's ``next()``, as a span with no parent of its own, and this keeps
+that span in the request's trace."""
 
 from __future__ import annotations
 
 from collections.abc import AsyncGenerator, AsyncIterator, Callable, Generator, Iterator
-from contextvars import ContextVar
 from typing import Any
 
-from llama_index.core.instrumentation.span import active_span_id
+from ragas_trace.collectors.llamaindex._nodes import CURRENT, Node
 
 STREAM_COMPLETED = "completed"
 STREAM_ABANDONED = "abandoned"
 STREAM_ERROR = "error"
 STREAM_TIMEOUT = "timeout"
-
-# (request marker, LlamaIndex span id active in the consumer when it called next()).
-# A span starting under exactly that parent id was started by the stream itself.
-STREAM_PARENT: ContextVar[tuple[object, str | None] | None] = ContextVar(
-    "ragas_trace_llamaindex_stream", default=None
-)
 
 Finish = Callable[[list[str], str, BaseException | None], None]
 
@@ -36,20 +29,20 @@ def _delta(item: Any) -> str | None:
     return delta if isinstance(delta, str) else None
 
 
-def wrap_stream(inner: Iterator[Any], owner: object, finish: Finish) -> Generator[Any, None, None]:
+def wrap_stream(inner: Iterator[Any], owner: Node, finish: Finish) -> Generator[Any, None, None]:
     parts: list[str] = []
     status = STREAM_ABANDONED
     error: BaseException | None = None
     try:
         while True:
-            token = STREAM_PARENT.set((owner, active_span_id.get()))
+            token = CURRENT.set(owner)
             try:
                 item = next(inner)
             except StopIteration:
                 status = STREAM_COMPLETED
                 return
             finally:
-                STREAM_PARENT.reset(token)
+                CURRENT.reset(token)
             text = _delta(item)
             if text is not None:
                 parts.append(text)
@@ -68,21 +61,21 @@ def wrap_stream(inner: Iterator[Any], owner: object, finish: Finish) -> Generato
 
 
 async def wrap_async_stream(
-    inner: AsyncIterator[Any], owner: object, finish: Finish
+    inner: AsyncIterator[Any], owner: Node, finish: Finish
 ) -> AsyncGenerator[Any, None]:
     parts: list[str] = []
     status = STREAM_ABANDONED
     error: BaseException | None = None
     try:
         while True:
-            token = STREAM_PARENT.set((owner, active_span_id.get()))
+            token = CURRENT.set(owner)
             try:
                 item = await inner.__anext__()
             except StopAsyncIteration:
                 status = STREAM_COMPLETED
                 return
             finally:
-                STREAM_PARENT.reset(token)
+                CURRENT.reset(token)
             text = _delta(item)
             if text is not None:
                 parts.append(text)

@@ -8,7 +8,7 @@ import inspect
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
-from llama_index.core.schema import MetadataMode
+from llama_index.core.schema import MetadataMode, TextNode
 
 from ragas_trace._internal_errors import record_internal_error
 from ragas_trace.collectors._attributes import (
@@ -59,7 +59,7 @@ def document_attributes_of(
 ) -> Iterator[Attribute]:
     """The passages of a retrieval result (``list[NodeWithScore]``), the first
     ``max_documents`` of them, and no more attributes than ``budget`` allows."""
-    docs: Sequence[Any] = nodes if isinstance(nodes, Sequence) else ()
+    docs: Sequence[Any] = nodes if type(nodes) is list or isinstance(nodes, Sequence) else ()
     yield from documents_total(len(docs))
     for index, item in enumerate(docs[:max_documents]):
         try:
@@ -79,24 +79,38 @@ def document_attributes_of(
 
 def _document(index: int, item: Any) -> Iterator[Attribute]:
     node = getattr(item, "node", item)  # NodeWithScore, or a bare node
-    content = node.get_content(metadata_mode=MetadataMode.NONE)
+    if type(node) is TextNode:
+        # What get_content(MetadataMode.NONE) returns, without building the metadata
+        # string it then ignores.
+        content: Any = node.text
+    else:
+        content = node.get_content(metadata_mode=MetadataMode.NONE)
     metadata = getattr(node, "metadata", None)
     return document_attributes(
         index,
         as_text(content),
         getattr(node, "node_id", None),
         getattr(item, "score", None),
-        metadata if isinstance(metadata, Mapping) else None,
+        metadata if type(metadata) is dict or isinstance(metadata, Mapping) else None,
     )
+
+
+# LLM classes -> the attribute naming their model ("" when none does). Looked up once
+# per class: on a pydantic model a missing attribute costs an exception every time.
+_MODEL_ATTRIBUTE: dict[type, str] = {}
 
 
 def model_of(llm: Any) -> str | None:
     """The model an LLM object is configured with (``model`` on most integrations)."""
-    for name in ("model", "model_name"):
-        value = getattr(llm, name, None)
-        if isinstance(value, str) and value:
-            return value
-    return None
+    cls = type(llm)
+    name = _MODEL_ATTRIBUTE.get(cls)
+    if name is None:
+        name = next((n for n in ("model", "model_name") if hasattr(llm, n)), "")
+        _MODEL_ATTRIBUTE[cls] = name
+    if not name:
+        return None
+    value = getattr(llm, name, None)
+    return value if isinstance(value, str) and value else None
 
 
 def provider_of(llm: Any) -> str | None:
