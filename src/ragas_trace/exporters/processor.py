@@ -193,13 +193,14 @@ class ScoringSpanProcessor(SpanProcessor):
             return
         key = self._key(span)
         with self._lock:
-            full = self._closed or len(self._held) >= self._max_held
-            if not full:
+            refused = ("shutdown" if self._closed
+                       else "hold_full" if len(self._held) >= self._max_held else None)
+            if refused is None:
                 self._held[key] = _Held(span, time.monotonic() + self.hold_timeout_s)
                 if len(self._held) == 1:
                     self._wake.notify()
-        if full:
-            self._drop(span, "hold_full")
+        if refused is not None:
+            self._drop(span, refused)
             return
         source = functools.partial(extract_record, [span, *descendants], root=span)
         if not self.scorer.submit(source, functools.partial(self._scored, span)):
