@@ -183,3 +183,29 @@ async def test_embedding_errors_fail_answer_relevance(server: FakeOpenAIServer) 
     s = await _evaluate(server, max_retries=0)
     assert "embedding" in _failed(s, Metric.ANSWER_RELEVANCE)
     _all_scored_except(s, Metric.ANSWER_RELEVANCE)
+
+
+@pytest.mark.parametrize("parameter", ["max_tokens", "temperature"])
+async def test_refused_parameters_are_adapted_once(server: FakeOpenAIServer,
+                                                   parameter: str) -> None:
+    server.inject(Fault.UNSUPPORTED_PARAMETER, times=None, parameter=parameter)
+    judge = OpenAIJudge(model="m", base_url=server.base_url, api_key="test", max_retries=0)
+    first = await judge.evaluate(QUESTION, [CONTEXT], ANSWER)
+    refused = server.stats().faults[Fault.UNSUPPORTED_PARAMETER]
+    second = await judge.evaluate(QUESTION, [CONTEXT], ANSWER)
+    await judge.aclose()
+    _all_scored_except(first)
+    _all_scored_except(second)
+    assert 1 <= refused <= 3  # the round-one calls may all be refused before adapting
+    assert server.stats().faults[Fault.UNSUPPORTED_PARAMETER] == refused
+    assert all(parameter not in r.body for r in server.recorded() if r.fault is None)
+    if parameter == "max_tokens":
+        assert all("max_completion_tokens" in r.body for r in server.recorded()
+                   if r.fault is None and r.task is not None)
+
+
+async def test_other_bad_requests_fail_without_retry(server: FakeOpenAIServer) -> None:
+    server.inject(Fault.UNSUPPORTED_PARAMETER, times=None, parameter="messages")
+    s = await _evaluate(server)
+    assert "HTTP 400" in _failed(s, Metric.FAITHFULNESS)
+    assert server.stats().chat_requests == 3

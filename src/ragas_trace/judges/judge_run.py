@@ -95,18 +95,18 @@ class JudgeRun:
         while True:
             mode = judge.response_format
             fmt = response_format(task, mode)
-            extra: dict[str, Any] = {"response_format": fmt} if fmt is not None else {}
+            extra: dict[str, Any] = {judge.token_limit_param: MAX_TOKENS[task]}
+            if fmt is not None:
+                extra["response_format"] = fmt
+            if judge.send_temperature:
+                extra["temperature"] = 0  # the paper's judge is deterministic
             try:
                 return await judge.client().chat.completions.create(
                     model=judge.model, messages=messages,  # type: ignore[arg-type]
-                    temperature=0, max_tokens=MAX_TOKENS[task], timeout=timeout, **extra)
+                    timeout=timeout, **extra)
             except openai.BadRequestError as exc:
-                weaker = _WEAKER_FORMAT.get(mode)
-                if weaker is None or not _about_format(exc):
+                if not _adapt(judge, exc, extra, mode):
                     raise
-                logger.warning("judge endpoint refused response_format=%s (%s); using %s",
-                               mode, exc.message, weaker)
-                judge.response_format = weaker
 
     async def embed(self, texts: list[str], depth: int) -> list[Vector]:
         """Embeddings of ``texts`` in one call (cached ones are not asked again)."""
@@ -154,6 +154,21 @@ def _vectors(response: CreateEmbeddingResponse, expected: int) -> list[Vector]:
     return vectors
 
 
-def _about_format(exc: openai.BadRequestError) -> bool:
+def _adapt(judge: OpenAIJudge, exc: openai.BadRequestError, sent: dict[str, Any],
+           mode: str) -> bool:
+    """Change what the judge sends when the endpoint refused a part of what this
+    request ``sent`` (remembered for later calls; concurrent calls may have adapted
+    already); False when the error is about something else."""
     text = f"{exc.message} {exc.body}".lower()
-    return "response_format" in text or "json_schema" in text or "json schema" in text
+    if "max_tokens" in text and "max_tokens" in sent:
+        judge.token_limit_param = "max_completion_tokens"  # newer OpenAI models
+    elif "temperature" in text and "temperature" in sent:
+        judge.send_temperature = False  # models that only sample at their default
+    elif ("response_format" in text or "json_schema" in text or "json schema" in text) \
+            and mode in _WEAKER_FORMAT:
+        if judge.response_format == mode:
+            judge.response_format = _WEAKER_FORMAT[mode]
+    else:
+        return False
+    logger.warning("judge endpoint refused a request (%s); adapting and retrying", exc.message)
+    return True

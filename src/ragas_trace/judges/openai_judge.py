@@ -103,6 +103,9 @@ class OpenAIJudge:
         self.max_retries: int = cfg["max_retries"]
         self.n_questions: int = cfg["n_questions"]
         self.response_format: str = cfg["response_format"]
+        # Lowered when the endpoint refuses them (see judge_run._adapt).
+        self.token_limit_param = "max_tokens"
+        self.send_temperature = True
         self.cache: ResponseCache | None = shared_cache or (
             ResponseCache(cfg["cache"]) if cfg["cache"] else None)
         # One client per event loop: an httpx pool must not outlive its loop (the

@@ -5,7 +5,8 @@ drive the real ``openai`` client.
 It answers our judge's prompts sensibly by default (see ``fake_judge``), can be told
 to answer a task differently, adds a configurable latency, injects faults (HTTP 500,
 429 with Retry-After, a hang, invalid JSON, output truncated with
-``finish_reason=length``, a dropped connection, a 400 for JSON-schema output) and
+``finish_reason=length``, a dropped connection, a 400 for JSON-schema output or for
+a named request parameter) and
 counts requests and tokens. A stopped server gives "connection refused".
 
     with FakeOpenAIServer(latency_s=0.01) as server:
@@ -48,6 +49,7 @@ class Fault(StrEnum):
     TRUNCATED = "truncated"  # half the reply, finish_reason=length
     DISCONNECT = "disconnect"  # close the connection without a reply
     SCHEMA_UNSUPPORTED = "schema_unsupported"  # 400 when response_format is json_schema
+    UNSUPPORTED_PARAMETER = "unsupported_parameter"  # 400 when the body has ``parameter``
 
 
 @dataclass
@@ -57,6 +59,7 @@ class _Rule:
     task: Task | None
     path: str | None
     retry_after_s: float
+    parameter: str | None = None
 
 
 @dataclass(frozen=True)
@@ -148,13 +151,19 @@ class FakeOpenAIServer:
 
     # behaviour
     def inject(self, fault: Fault | str, *, times: int | None = 1, task: Task | str | None = None,
-               path: str | None = None, retry_after_s: float = 1.0) -> None:
+               path: str | None = None, retry_after_s: float = 1.0,
+               parameter: str | None = None) -> None:
         """Make the next ``times`` matching requests fail (``None`` = every one).
 
-        ``task`` limits the fault to one judge task, ``path`` to one endpoint.
+        ``task`` limits the fault to one judge task, ``path`` to one endpoint;
+        ``parameter`` names the request field that ``UNSUPPORTED_PARAMETER`` refuses,
+        as newer OpenAI models refuse ``max_tokens`` or ``temperature``.
         """
-        rule = _Rule(Fault(fault), times, Task(task) if task is not None else None, path,
-                     retry_after_s)
+        fault = Fault(fault)
+        if (fault is Fault.UNSUPPORTED_PARAMETER) != (parameter is not None):
+            raise ValueError("parameter: give it with UNSUPPORTED_PARAMETER, and only then")
+        rule = _Rule(fault, times, Task(task) if task is not None else None, path,
+                     retry_after_s, parameter)
         with self._lock:
             self._rules.append(rule)
 
@@ -196,6 +205,8 @@ class FakeOpenAIServer:
                 if rule.task is not None and rule.task != task:
                     continue
                 if rule.fault is Fault.SCHEMA_UNSUPPORTED and not _wants_schema(body):
+                    continue
+                if rule.parameter is not None and rule.parameter not in body:
                     continue
                 if rule.remaining is not None:
                     rule.remaining -= 1
@@ -257,6 +268,10 @@ class FakeOpenAIServer:
         elif fault is Fault.SCHEMA_UNSUPPORTED:
             status, payload = 400, _error("response_format json_schema is not supported",
                                           "invalid_request_error")
+        elif rule is not None and rule.parameter is not None:
+            status, payload = 400, _error(
+                f"Unsupported parameter: '{rule.parameter}' is not supported with this model.",
+                "invalid_request_error")
         elif path == CHAT_PATH:
             try:
                 content = self._chat_content(body, request)
