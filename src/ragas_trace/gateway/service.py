@@ -14,6 +14,7 @@ from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.trace.export import SpanExporter
 
+from ragas_trace.config import Settings
 from ragas_trace.gateway.assembler import TraceAssembler
 from ragas_trace.gateway.convert import Limits
 from ragas_trace.gateway.downstream import make_exporter
@@ -71,6 +72,9 @@ class Gateway:
             deliver = self.assembler.add
             self.stats.add_gauge("held_traces", self.assembler.held_traces)
             self.stats.add_gauge("held_spans", self.assembler.held_spans)
+        elif Settings.load().content != "keep":
+            logger.warning("--judge off forwards spans as received: the content policy "
+                           "(RAGAS_TRACE_CONTENT) applies only when scoring")
         self.stats.add_gauge("forward_queue_spans", self.forward.pending)
         if self.metrics is not None:
             self.stats.register_metrics(
