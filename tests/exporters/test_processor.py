@@ -270,3 +270,13 @@ def test_scoring_restarts_in_a_forked_child(make_rig):
             os._exit(code)
     _, status = os.waitpid(pid, 0)
     assert os.waitstatus_to_exitcode(status) == 0
+
+
+def test_content_policy_cleans_span_events_too(make_rig):
+    rig = make_rig(content_policy=ContentPolicy("drop"))
+    with rig.tracer.start_as_current_span("llm-call", attributes={
+            sc.SPAN_KIND: sc.KIND_LLM}) as span:
+        span.add_event("gen_ai.content.prompt", {"gen_ai.prompt": "secret question",
+                                                 "other": 1})
+    (exported,) = rig.named("llm-call")
+    assert [dict(e.attributes) for e in exported.events] == [{"other": 1}]

@@ -1,7 +1,7 @@
 """What of the request's content leaves the process.
 
 Applied where spans are exported, to every span (RAG roots, retrievers, LLM
-spans): the question, the retrieved passages, the answer and prompt/completion
+spans) and their events: the question, the retrieved passages, the answer and prompt/completion
 messages are kept, dropped, or passed through a user redaction function, and
 optionally truncated. The scorer reads the full text from the span it holds
 before this runs, so "no content in my traces" and "score every answer" hold
@@ -14,7 +14,7 @@ import re
 from collections.abc import Callable, Mapping
 from typing import Final
 
-from opentelemetry.sdk.trace import ReadableSpan
+from opentelemetry.sdk.trace import Event, ReadableSpan
 from opentelemetry.util.types import AttributeValue
 
 from ragas_trace import semconv as sc
@@ -100,12 +100,24 @@ class ContentPolicy:
                 out[key] = value
         return out
 
+    def events(self, span: ReadableSpan) -> list[Event] | None:
+        """Cleaned copies of the span's events (e.g. GenAI prompt/completion events), or
+        ``None`` when none carries content."""
+        if self.passthrough or not any(is_content_key(k) for e in span.events
+                                       for k in (e.attributes or {})):
+            return None
+        return [Event(e.name, self.attributes(e.attributes or {}), e.timestamp)
+                for e in span.events]
+
     def apply(self, span: ReadableSpan) -> ReadableSpan:
         """``span`` unchanged when nothing needs changing, else a cleaned copy."""
-        attrs = span.attributes or {}
-        if self.passthrough or not any(is_content_key(k) for k in attrs):
+        if self.passthrough:
             return span
-        return copy_span(span, self.attributes(attrs))
+        attrs = span.attributes or {}
+        events = self.events(span)
+        if events is None and not any(is_content_key(k) for k in attrs):
+            return span
+        return copy_span(span, self.attributes(attrs), events=events)
 
     def _warn_once(self) -> None:
         if not self._warned:

@@ -236,9 +236,11 @@ class ScoringSpanProcessor(SpanProcessor):
 
     def _export_root(self, span: ReadableSpan, added: Mapping[str, AttributeValue]) -> None:
         attrs = span.attributes or {}
-        if not self.policy.passthrough:
-            attrs = self.policy.attributes(attrs)
-        self._send(copy_span(span, attrs, added))
+        if self.policy.passthrough:
+            self._send(copy_span(span, attrs, added))
+            return
+        self._send(copy_span(span, self.policy.attributes(attrs), added,
+                             events=self.policy.events(span)))
 
     def _forward(self, span: ReadableSpan) -> None:
         self._send(self.policy.apply(span))

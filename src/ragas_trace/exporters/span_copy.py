@@ -9,10 +9,10 @@ count says so."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 from opentelemetry.attributes import BoundedAttributes
-from opentelemetry.sdk.trace import ReadableSpan, SpanLimits
+from opentelemetry.sdk.trace import Event, ReadableSpan, SpanLimits
 from opentelemetry.util.types import AttributeValue
 
 _default_limits: SpanLimits | None = None
@@ -30,8 +30,10 @@ def copy_span(
     attributes: Mapping[str, AttributeValue],
     added: Mapping[str, AttributeValue] | None = None,
     limits: SpanLimits | None = None,
+    events: Sequence[Event] | None = None,
 ) -> ReadableSpan:
-    """``span`` with ``attributes`` replacing its own, plus ``added`` (which win)."""
+    """``span`` with ``attributes`` replacing its own, plus ``added`` (which win), and
+    ``events`` replacing its events when given."""
     limits = limits or _limits()
     added = added or {}
     max_count = limits.max_span_attributes
@@ -55,7 +57,7 @@ def copy_span(
         parent=span.parent,
         resource=span.resource,
         attributes=bounded,
-        events=span.events,
+        events=span.events if events is None else events,
         links=span.links,
         kind=span.kind,
         status=span.status,
