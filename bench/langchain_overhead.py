@@ -15,9 +15,10 @@ exporter that discards. The floor is F = (a - base) + spans. Targets: b - base <
 and b - base <= min(c - base, d - base) / 5. Then the memory check: many invokes
 through (b), RSS before and after.
 
-Each configuration runs in its own process (the peers patch LangChain for good), and
-the processes take turns. Costs are process CPU time (all threads; the machine is
-shared, and CPU time is not charged for other processes' work), with wall time too.
+Each peer runs in a process of its own (they patch LangChain for good), the other
+configurations share one; the processes take turns. Costs are process CPU time (all
+threads; the machine is shared, and CPU time is not charged for other processes'
+work), with wall time too.
 
 Run by hand, in the venv that has the peers (they patch LangChain globally, so they
 are kept out of the test venv):
@@ -33,6 +34,7 @@ from __future__ import annotations
 
 import argparse
 import gc
+import os
 import random
 import statistics
 import subprocess
@@ -223,22 +225,25 @@ LABELS = {
 }
 
 
-def run_worker(name: str) -> int:
-    """Serve timed blocks for one configuration: read N, answer "wall_us cpu_us spans"."""
+def run_worker(names: list[str]) -> int:
+    """Serve timed blocks for some configurations: read "NAME N", answer
+    "wall_us cpu_us spans"."""
     global _exported
     chain = build_chain()
-    in_app = name == "spans_app"
-    invoke = CONFIGS["spans" if in_app else name](chain)
-    for _ in range(20):
-        invoke()
+    invokes = {name: CONFIGS["spans" if name == "spans_app" else name](chain)
+               for name in names}
+    for invoke in invokes.values():
+        for _ in range(20):
+            invoke()
     print("ready", flush=True)
     for line in sys.stdin:
-        n = int(line)
-        for _ in range(max(n // 10, 5)):  # re-warm caches the other workers cooled
+        name, count = line.split()
+        n, invoke = int(count), invokes[name]
+        for _ in range(max(n // 10, 5)):  # re-warm caches the other blocks cooled
             invoke()
         gc.collect()
         _exported = 0
-        if in_app:
+        if name == "spans_app":
             wall, cpu = _time_between_invokes(chain, invoke, n)
         else:
             wall, cpu = time.perf_counter_ns(), time.process_time_ns()
@@ -265,23 +270,24 @@ def _time_between_invokes(chain: Runnable[Any, str], replay: Invoke, n: int
 
 
 class Worker:
-    """One configuration in its own process: the peers patch LangChain for good
-    (OpenLLMetry's ``uninstrument`` leaves its handler in place), so they are kept
-    apart, and the processes take turns so that the measurements interleave."""
+    """Configurations served by one process. The peers patch LangChain for good
+    (OpenLLMetry's ``uninstrument`` leaves its handler in place), so each has a
+    process of its own; the others share one, so that base, (a), (b) and the floor are
+    compared within one process. The processes take turns, so the measurements
+    interleave."""
 
-    def __init__(self, name: str) -> None:
-        self.name = name
+    def __init__(self, names: list[str]) -> None:
         self.proc = subprocess.Popen(
-            [sys.executable, __file__, "--worker", name], stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE, text=True)
+            [sys.executable, __file__, "--worker", ",".join(names)], stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE, text=True, env={**os.environ, "PYTHONHASHSEED": "0"})
         assert self.proc.stdout is not None
         ready = self.proc.stdout.readline().strip()
         if ready != "ready":
-            raise RuntimeError(f"worker {name} failed to start")
+            raise RuntimeError(f"worker for {names} failed to start")
 
-    def block(self, n: int) -> tuple[float, float, float]:
+    def block(self, name: str, n: int) -> tuple[float, float, float]:
         assert self.proc.stdin is not None and self.proc.stdout is not None
-        self.proc.stdin.write(f"{n}\n")
+        self.proc.stdin.write(f"{name} {n}\n")
         self.proc.stdin.flush()
         wall, cpu, spans = self.proc.stdout.readline().split()
         return float(wall), float(cpu), float(spans)
@@ -308,7 +314,10 @@ def measure(names: list[str], rounds: int, invokes: int
             ) -> tuple[dict[str, list[float]], dict[str, list[float]], dict[str, float]]:
     """Per-round block means (µs, wall and process CPU); every round runs every
     configuration once, in shuffled order."""
-    workers = {n: Worker(n) for n in names}
+    peers = [n for n in names if n in ("c", "d")]
+    shared = Worker([n for n in names if n not in peers])
+    workers = {n: shared for n in names if n not in peers}
+    workers.update({n: Worker([n]) for n in peers})
     wall: dict[str, list[float]] = {n: [] for n in names}
     cpu: dict[str, list[float]] = {n: [] for n in names}
     spans: dict[str, float] = {}
@@ -317,13 +326,13 @@ def measure(names: list[str], rounds: int, invokes: int
         for r in range(rounds):
             random.shuffle(order)
             for name in order:
-                w, c, spans[name] = workers[name].block(invokes)
+                w, c, spans[name] = workers[name].block(name, invokes)
                 wall[name].append(w)
                 cpu[name].append(c)
             print(f"  round {r + 1}/{rounds} (CPU µs): " + "  ".join(
                 f"{n}={cpu[n][-1]:.0f}" for n in names), file=sys.stderr, flush=True)
     finally:
-        for worker in workers.values():
+        for worker in {id(w): w for w in workers.values()}.values():
             worker.close()
     return wall, cpu, spans
 
@@ -392,8 +401,8 @@ def report(title: str, samples: dict[str, list[float]], spans_per_invoke: dict[s
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
-    parser.add_argument("--rounds", type=int, default=40)
-    parser.add_argument("--invokes", type=int, default=50, help="invokes per timed block")
+    parser.add_argument("--rounds", type=int, default=60)
+    parser.add_argument("--invokes", type=int, default=20, help="invokes per timed block")
     parser.add_argument("--rss-invokes", type=int, default=100_000)
     parser.add_argument("--rss-bound-mib", type=float, default=20.0,
                         help="RSS growth allowed over the memory check")
@@ -401,7 +410,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--memory", type=int, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.worker:
-        return run_worker(args.worker)
+        return run_worker(args.worker.split(","))
     if args.memory is not None:
         return memory_check(args.memory)
 
@@ -410,7 +419,7 @@ def main(argv: list[str] | None = None) -> int:
     if missing:
         print("not installed, skipped: " + "; ".join(missing) + " (pip install -e '.[bench]')")
     print(f"{args.rounds} rounds x {args.invokes} invokes per configuration, interleaved, "
-          "one process per configuration")
+          "each peer in its own process")
     wall, cpu, spans = measure(names, args.rounds, args.invokes)
     report("process CPU time per invoke (all threads; not charged for other processes)", cpu, spans)
     report("wall time per invoke", wall, spans)

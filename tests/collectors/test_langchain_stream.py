@@ -6,6 +6,7 @@ import asyncio
 import time
 import uuid
 
+import pytest
 from langchain_fakes import (  # noqa: F401 (the fixture is used by name)
     ANSWER,
     QUESTION,
@@ -126,3 +127,46 @@ def test_open_runs_stay_bounded_by_max_open_runs(tracing: InMemoryTracing) -> No
     assert handler.evicted_runs >= 900
     rag_chain().invoke(QUESTION, config={"callbacks": [handler]})
     assert extract_record(tracing.spans()) is not None
+
+
+def test_run_left_open_after_its_root_ended_is_evicted_later(tracing: InMemoryTracing) -> None:
+    handler = RagasCallbackHandler(tracing.provider, run_ttl_s=0.05)
+    root, llm = uuid.uuid4(), uuid.uuid4()
+    handler.on_chain_start(None, QUESTION, run_id=root, name="Stream")
+    handler.on_chat_model_start(None, [], run_id=llm, parent_run_id=root, name="Model")
+    handler.on_chain_end(None, run_id=root)
+
+    chain_span = one(tracing.spans(), sc.KIND_CHAIN)
+    assert chain_span.attributes[sc.RAGAS_STREAM_STATUS] == "abandoned"
+    assert handler.open_runs == 1
+    time.sleep(0.1)
+    rag_chain().invoke(QUESTION, config={"callbacks": [handler]})
+
+    model = next(s for s in tracing.spans() if s.name == "Model")
+    assert model.attributes[sc.RAGAS_RUN_EVICTED] is True
+    assert model.parent.span_id == chain_span.context.span_id
+    assert handler.open_runs == 0
+
+
+def test_run_evicted_while_its_request_is_open_is_ended_with_the_request(
+        tracing: InMemoryTracing, caplog: pytest.LogCaptureFixture) -> None:
+    handler = RagasCallbackHandler(tracing.provider, max_open_runs=3)
+    root = uuid.uuid4()
+    retrievers = [uuid.uuid4() for _ in range(3)]
+    handler.on_chain_start(None, QUESTION, run_id=root, name="Busy")
+    for run_id in retrievers:
+        handler.on_retriever_start(None, QUESTION, run_id=run_id, parent_run_id=root, name="R")
+    handler.on_chain_start(None, "another request", run_id=uuid.uuid4(), name="Other")
+    assert handler.evicted_runs >= 1
+
+    # The oldest runs went first: the root itself, so its request was ended with them.
+    busy = [s for s in tracing.spans() if s.name in ("Busy", "R")]
+    assert {s.name for s in busy} == {"Busy", "R"}
+    assert all(s.attributes.get(sc.RAGAS_RUN_EVICTED) for s in busy)
+    assert all(s.end_time is not None for s in busy)
+    # Their late end events change nothing: each span is ended once.
+    for run_id in retrievers:
+        handler.on_retriever_end([], run_id=run_id)
+    handler.on_chain_end("late", run_id=root)
+    assert len([s for s in tracing.spans() if s.name in ("Busy", "R")]) == 4
+    assert "ended span" not in caplog.text

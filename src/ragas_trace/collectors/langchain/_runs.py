@@ -106,6 +106,8 @@ class RunMap:
     def evict_child(self, run: Run, end_ns: int) -> Span | None:
         """Like ``end_child`` for a run that never ended."""
         with self._lock:
+            if run.end_ns is not None:
+                return None
             run.evicted = True
             run.end_ns = end_ns
             return run.span
@@ -124,8 +126,11 @@ class RunMap:
     def end_child(self, run: Run, end_ns: int, attrs: dict[str, Any] | None,
                   error: BaseException | None) -> Span | None:
         """Record a retriever/LLM run's end; returns its span when the caller must end it
-        (its request's spans were made already), else None: the burst will."""
+        (its request's spans were made already), else None: the burst will, or the
+        run was evicted already."""
         with self._lock:
+            if run.end_ns is not None:
+                return None
             if attrs:
                 run.attrs.update(attrs)
             run.error = error
