@@ -168,3 +168,16 @@ def test_downstream_down_pushes_back_then_counts_drops() -> None:
         snap = gw.stats.snapshot()
     assert snap["requests_refused"]["busy"] == len(busy)
     assert snap["spans_dropped"]["downstream_unavailable"] == accepted
+
+
+def test_official_exporters_with_gzip(gateway: Gateway, downstream: OtlpGrpcReceiver) -> None:
+    import grpc
+    from gateway_helpers import grpc_sender
+    from opentelemetry.exporter.otlp.proto.http import Compression
+
+    assert gateway.http is not None and gateway.grpc is not None
+    http_app = http_sender(gateway.http.endpoint, compression=Compression.Gzip)
+    plain_request(http_app.get_tracer("t"), 0)
+    grpc_app = grpc_sender(gateway.grpc.endpoint, compression=grpc.Compression.Gzip)
+    plain_request(grpc_app.get_tracer("t"), 1)
+    assert downstream.wait_for(lambda spans: len(spans) == 4, timeout=5)
