@@ -73,3 +73,15 @@ def test_fan_out_reaches_every_exporter_when_one_fails(caplog: pytest.LogCapture
     assert first.get_finished_spans() == (span,) and last.get_finished_spans() == (span,)
     assert "_Broken" in caplog.text
     assert FanOutExporter([first, last]).force_flush()
+
+
+def test_table_rows_are_capped_and_only_roots_are_kept() -> None:
+    from ragas_trace.demo.exporting import ScoredRootsExporter
+
+    keep = ScoredRootsExporter(capacity=2)
+    roots = [_root(f"q{i}", "a", 1.0, "pass", start=i) for i in range(3)]
+    keep.export([*roots, _span("retriever", 0, {sc.SPAN_KIND: sc.KIND_RETRIEVER})])
+    assert keep.spans() == roots[1:]
+    rows = rows_from_spans(roots, lambda q, a: None)
+    table = render_table(rows, max_rows=2).splitlines()
+    assert len(table) == 2 + 2 + 1 and table[-1].startswith("... and 1 more")

@@ -1,11 +1,13 @@
 """Where the demo's telemetry goes: spans to ``DIR/spans.jsonl`` (OTLP JSON lines) or,
-given an OTLP endpoint, traces and metrics to a collector; plus an in-memory copy of
-the exported spans for the closing table. OTLP exporters need the ``otlp`` extra."""
+given an OTLP endpoint, traces and metrics to a collector; plus a bounded copy of
+the exported RAG root spans for the closing table. OTLP exporters need the ``otlp`` extra."""
 
 from __future__ import annotations
 
 import logging
 import os
+import threading
+from collections import deque
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -14,6 +16,8 @@ from opentelemetry.sdk.metrics.export import MetricExporter, PeriodicExportingMe
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
+
+from ragas_trace.demo.report import is_evaluated_root
 
 logger = logging.getLogger(__name__)
 
@@ -44,6 +48,25 @@ class FanOutExporter(SpanExporter):
     def shutdown(self) -> None:
         for exporter in self._exporters:
             exporter.shutdown()
+
+
+class ScoredRootsExporter(SpanExporter):
+    """Keeps the last ``capacity`` RAG root spans as exported (those carrying an
+    evaluation status) for the closing table; everything else is ignored."""
+
+    def __init__(self, capacity: int = 10_000) -> None:
+        self._spans: deque[ReadableSpan] = deque(maxlen=capacity)
+        self._lock = threading.Lock()
+
+    def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
+        roots = [s for s in spans if is_evaluated_root(s)]
+        with self._lock:
+            self._spans.extend(roots)
+        return SpanExportResult.SUCCESS
+
+    def spans(self) -> list[ReadableSpan]:
+        with self._lock:
+            return list(self._spans)
 
 
 def _grpc() -> bool:

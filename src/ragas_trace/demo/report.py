@@ -37,15 +37,18 @@ class RequestRow:
         return all(label == "pass" for label in labels)
 
 
+def is_evaluated_root(span: ReadableSpan) -> bool:
+    """A RAG root span as the scoring processor exports it: CHAIN with a status."""
+    attrs = span.attributes or {}
+    return (attrs.get(sc.RAGAS_EVALUATION_STATUS) is not None
+            and attrs.get(sc.SPAN_KIND) == sc.KIND_CHAIN)
+
+
 def rows_from_spans(
     spans: Iterable[ReadableSpan], evidence: Callable[[str, str], Scores | None]
 ) -> list[RequestRow]:
     """Rows for the RAG root spans (those carrying an evaluation status), in start order."""
-    roots = sorted(
-        (s for s in spans if (s.attributes or {}).get(sc.RAGAS_EVALUATION_STATUS) is not None
-         and (s.attributes or {}).get(sc.SPAN_KIND) == sc.KIND_CHAIN),
-        key=lambda s: s.start_time or 0,
-    )
+    roots = sorted(filter(is_evaluated_root, spans), key=lambda s: s.start_time or 0)
     rows = []
     for span in roots:
         attrs = span.attributes or {}
@@ -61,21 +64,23 @@ def rows_from_spans(
     return rows
 
 
-def render_table(rows: Sequence[RequestRow], width: int = 120) -> str:
+def render_table(rows: Sequence[RequestRow], width: int = 120, max_rows: int = 100) -> str:
     """A plain-text table: #, question, the three scores (✓ pass, ✗ fail), the answer's
-    verdict and its first unsupported statement."""
+    verdict and its first unsupported statement; the first ``max_rows`` requests."""
     rest = max(20, width - 4 - 3 * 9 - 6 - 8)
     q_width, s_width = rest * 2 // 5, rest - rest * 2 // 5
     header = (f"{'#':>3} {'question':<{q_width}} "
               + " ".join(f"{_SHORT[m]:>8}" for m in Metric)
               + f" {'answer':<6} {'worst statement':<{s_width}}")
     lines = [header, "-" * len(header)]
-    for i, row in enumerate(rows, 1):
+    for i, row in enumerate(rows[:max_rows], 1):
         cells = " ".join(f"{_score_cell(row.scores[m], row.labels[m]):>8}" for m in Metric)
         verdict = {True: "pass", False: "FAIL", None: row.status[:6]}[row.passed]
         worst = row.unsupported[0] if row.unsupported else ""
         lines.append(f"{i:>3} {_clip(row.question, q_width):<{q_width}} {cells} "
                      f"{verdict:<6} {_clip(worst, s_width)}")
+    if len(rows) > max_rows:
+        lines.append(f"... and {len(rows) - max_rows} more requests (all in the exported spans)")
     return "\n".join(lines)
 
 

@@ -16,7 +16,6 @@ from typing import Any
 from opentelemetry.sdk.resources import SERVICE_NAME, Resource
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SpanExporter
-from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 import ragas_trace
 from ragas_trace.demo.app import APP_NAME, build_chain
@@ -24,6 +23,7 @@ from ragas_trace.demo.behaviour import Behaviour
 from ragas_trace.demo.corpus import QUESTIONS, DemoQuestion
 from ragas_trace.demo.exporting import (
     FanOutExporter,
+    ScoredRootsExporter,
     otlp_meter_provider,
     otlp_span_exporter,
     spans_path,
@@ -93,7 +93,7 @@ def run_demo(options: DemoOptions, progress: Progress | None = None) -> DemoResu
     report = progress or (lambda phase, done, total: None)
     service = options.service_name or os.environ.get("OTEL_SERVICE_NAME") or DEFAULT_SERVICE
     endpoint = options.otlp_endpoint or os.environ.get("OTEL_EXPORTER_OTLP_ENDPOINT")
-    shown = InMemorySpanExporter()
+    shown = ScoredRootsExporter()
     exporters: list[SpanExporter] = [shown]
     spans_file: Path | None = None
     meter_provider = None
@@ -151,7 +151,7 @@ def run_demo(options: DemoOptions, progress: Progress | None = None) -> DemoResu
         tracer_provider.shutdown()
         if meter_provider is not None:
             meter_provider.shutdown()
-    rows = rows_from_spans(shown.get_finished_spans(), judge.scores_for)
+    rows = rows_from_spans(shown.spans(), judge.scores_for)
     return DemoResult(rows, spans_file, time.monotonic() - started, finished)
 
 
