@@ -122,3 +122,23 @@ def ragas_trace_judge() -> object:
     from ragas_trace.testing.scripted_judge import ScriptedJudge
 
     return ScriptedJudge()
+
+
+def test_metrics_over_otlp_when_an_endpoint_is_configured(monkeypatch, rag_chain):
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+    from ragas_trace import providers
+    from ragas_trace.testing.scripted_judge import ScriptedJudge
+
+    with OtlpHttpReceiver() as receiver:
+        monkeypatch.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", receiver.endpoint)
+        monkeypatch.setattr(providers, "existing_meter_provider", lambda: None)
+        rt = ragas_trace.setup(judge=ScriptedJudge(), tracer_provider=TracerProvider(),
+                               exporter=InMemorySpanExporter())
+        try:
+            rag_chain.invoke(QUESTION, config={"callbacks": [rt.langchain_handler()]})
+            assert rt.force_flush(timeout_s=10)  # also pushes our metrics
+        finally:
+            rt.shutdown(timeout_s=5)
+        names = receiver.metric_names()
+    assert {"ragas.faithfulness", "ragas.evaluations", "ragas.judge.tokens"} <= names
