@@ -115,6 +115,19 @@ def test_a_when_question_answered_without_a_date_is_discounted(judge: LocalJudge
     assert "no number" in (undated.reasons["answer_relevance"] or "")
 
 
+@pytest.mark.parametrize("picks", ["Gold is heavier.", "Gold is heavier than silver.",
+                                   "Silver is lighter, but gold is rarer."])
+def test_picking_an_alternative_answers_an_alternative_question(
+        judge: LocalJudge, picks: str) -> None:
+    question = "Which is heavier, gold or silver?"
+    picked = judge.evaluate_sync(question, [], picks)
+    dodged = judge.evaluate_sync(question, [], "Gold and silver have weights of their own.")
+    assert picked.answer_relevance is not None and dodged.answer_relevance is not None
+    assert picked.answer_relevance > dodged.answer_relevance
+    assert "picks one" in (picked.reasons["answer_relevance"] or "")
+    assert "picks one" not in (dodged.reasons["answer_relevance"] or "")
+
+
 def test_padding_lowers_context_relevance(judge: LocalJudge) -> None:
     tight = judge.evaluate_sync(QUESTION, [CONTEXT], ANSWER)
     padded = judge.evaluate_sync(QUESTION, [PADDED], ANSWER)

@@ -1,7 +1,12 @@
 """Content tokens, grounding and the word lists."""
 
 from ragas_trace.judges.local.evidence import build_evidence
-from ragas_trace.judges.local.lexicon import Expects, expectations, is_noncommittal
+from ragas_trace.judges.local.lexicon import (
+    Expects,
+    alternatives,
+    expectations,
+    is_noncommittal,
+)
 from ragas_trace.judges.local.tokens import (
     Kind,
     Vocabulary,
@@ -68,3 +73,10 @@ def test_expected_answer_types() -> None:
     assert expectations("Wie viele Knochen hat ein Mensch?") == {Expects.NUMBER}
     assert expectations("谁发明了电话？") == {Expects.NAME}
     assert expectations("What causes tides?") == set()
+
+
+def test_alternative_questions() -> None:
+    assert alternatives("Which is larger, Jupiter or Saturn?") == ("Jupiter", "Saturn")
+    assert alternatives("Ist der Rhein oder die Donau länger?") == ("Rhein", "Donau")
+    assert alternatives("Is a litre of water or a litre of oil heavier?") == ("water", "litre")
+    assert alternatives("What causes tides?") is None

@@ -71,3 +71,15 @@ _EXPECTATIONS: tuple[tuple[re.Pattern[str], Expects], ...] = (
 def expectations(question: str) -> frozenset[Expects]:
     """The answer types a question asks for; several for compound questions."""
     return frozenset(kind for pattern, kind in _EXPECTATIONS if pattern.search(question))
+
+
+_ALTERNATIVES = re.compile(
+    r"([^\W\d_][\w-]*)\s*,?\s+(?:or|oder)\s+(?:(?:the|a|an|der|die|das|ein|eine)\s+)?"
+    r"([^\W\d_][\w-]*)", re.IGNORECASE)
+COMPARISON = re.compile(r"\s(than|als)\s|比", re.IGNORECASE)
+
+
+def alternatives(question: str) -> tuple[str, str] | None:
+    """The two options of an alternative question ("Jupiter or Saturn"), if any."""
+    match = _ALTERNATIVES.search(question)
+    return (match.group(1), match.group(2)) if match else None

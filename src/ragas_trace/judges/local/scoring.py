@@ -16,8 +16,10 @@ import numpy as np
 from ragas_trace.judges.local.embedder import Vectors
 from ragas_trace.judges.local.evidence import Evidence
 from ragas_trace.judges.local.lexicon import (
+    COMPARISON,
     VAGUE_WORDS,
     Expects,
+    alternatives,
     expectations,
 )
 from ragas_trace.judges.local.tokens import (
@@ -80,7 +82,8 @@ def statement_support(
     if coverage < 1.0:
         parts.append(f"{coverage:.0%} of its content words are in the context")
     if misplaced:
-        parts.append("in the context only in other statements: " + ", ".join(misplaced))
+        parts.append("in the context only in sentences about something else: "
+                     + ", ".join(misplaced))
     return Support(degree, "; ".join(parts))
 
 
@@ -126,17 +129,40 @@ def answer_relevance(
            if t not in question_vocabulary and normalise(t.text) not in VAGUE_WORDS]
     new_weight = _weighted(new, rarity)
     informativeness = new_weight / (new_weight + 1.0)
+    options = alternatives(question)
+    chooses = options is not None and _chooses(answer, answer_tokens, options)
+    if chooses:  # "Jupiter or Saturn?" - "Jupiter is": picking one is the answer
+        informativeness = 1.0
     vague = vague_count(answer)
     unmet = [kind for kind in expectations(question) if not _meets(kind, new)]
     value = similarity * (0.5 + 0.5 * informativeness) * VAGUE_FACTOR ** vague \
         * UNMET_EXPECTATION_FACTOR ** len(unmet)
     parts = [f"question-answer similarity {similarity:.2f}",
              f"new content weight {new_weight:.1f}"]
+    if chooses:
+        parts.append("picks one of the alternatives asked about")
     if vague:
         parts.append(f"{vague} placeholder word(s)")
     if unmet:
         parts.append("no " + " or ".join(k.value for k in unmet) + " the question asks for")
     return value, "; ".join(parts)
+
+
+def _chooses(answer: str, tokens: Sequence[Token], options: tuple[str, str]) -> bool:
+    """Whether some clause of the answer names exactly one of the two options, or
+    both with a comparison between them ("gold is heavier than silver")."""
+    keys = [{t.key for t in content_tokens("x " + option)} for option in options]
+    if not all(keys):
+        return False
+    for clause in clause_groups(answer, tokens):
+        found = [[t for t in clause if t.key in k] for k in keys]
+        if sum(1 for f in found if f) == 1:
+            return True
+        if all(found):
+            first, second = sorted((found[0][0].start, found[1][0].start))
+            if COMPARISON.search(answer[first:second]):
+                return True
+    return False
 
 
 def _meets(kind: Expects, new: Sequence[Token]) -> bool:
