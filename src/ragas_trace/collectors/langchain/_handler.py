@@ -227,7 +227,7 @@ class RagasCallbackHandler(BaseCallbackHandler):
                    kwargs: Mapping[str, Any]) -> None:
         invocation = kwargs.get("invocation_params")
         attrs = dict(attributes.llm_attributes(
-            _values.model_of(metadata, invocation if isinstance(invocation, Mapping) else None),
+            _values.model_of(metadata, invocation if type(invocation) is dict else None),
             _values.provider_of(metadata), None, None))
         self._start_child(run_id, parent_run_id, _run_name(serialized, kwargs, "llm"), attrs)
 

@@ -22,6 +22,8 @@ from ragas_trace.semconv import (
 QUESTION_KEYS = ("question", "input", "query", "query_str", "message", "prompt")
 ANSWER_KEYS = ("answer", "output", "result", "response", "text", "content")
 # Vector stores put a similarity score in metadata under one of these names.
+# (``type(x) is dict or isinstance(x, Mapping)`` below: the ABC check is slow, and
+# these run for every request.)
 _SCORE_KEYS = ("score", "relevance_score", "similarity_score", "_score")
 _MAX_DEPTH = 3
 
@@ -91,7 +93,8 @@ class DocumentAttributes:
         self._budget = budget
 
     def __call__(self, documents: Any) -> dict[str, Any]:
-        docs = documents if isinstance(documents, Sequence) else list(documents or ())
+        docs = (documents if type(documents) is list or isinstance(documents, Sequence)
+                else list(documents or ()))
         attrs: dict[str, Any] = {RETRIEVAL_DOCUMENTS_TOTAL: len(docs)}
         left = self._budget
         for keys, doc in zip(self._keys, docs, strict=False):
@@ -111,7 +114,7 @@ class DocumentAttributes:
 
 def _add_document(attrs: dict[str, Any], keys: tuple[str, str, str, str], doc: Any) -> None:
     """A ``Document``, a str or bytes, or a mapping with ``page_content``/``content``."""
-    if isinstance(doc, Document):
+    if type(doc) is Document or isinstance(doc, Document):
         content: Any = doc.page_content
         metadata: Any = doc.metadata
         doc_id: Any = doc.id
@@ -123,7 +126,7 @@ def _add_document(attrs: dict[str, Any], keys: tuple[str, str, str, str], doc: A
         content, metadata, doc_id = doc, None, None
     text = content if type(content) is str else as_text(content)
     attrs[keys[0]] = text if text is not None else ""
-    if metadata and isinstance(metadata, Mapping):
+    if metadata and (type(metadata) is dict or isinstance(metadata, Mapping)):
         if doc_id is None:
             doc_id = metadata.get("id")
         for key in _SCORE_KEYS:
@@ -169,7 +172,7 @@ def usage_of(response: Any) -> tuple[int | None, int | None, int | None]:
         usage = getattr(message, "usage_metadata", None)
     except (AttributeError, IndexError, TypeError):
         usage = None
-    if isinstance(usage, Mapping):
+    if type(usage) is dict or isinstance(usage, Mapping):
         return (_int(usage.get("input_tokens")), _int(usage.get("output_tokens")),
                 _int(usage.get("total_tokens")))
     llm_output = getattr(response, "llm_output", None)
