@@ -82,7 +82,7 @@ def test_bearer_token(downstream: OtlpGrpcReceiver, tmp_path: Path) -> None:
 
 def test_busy_answers_unavailable_with_retry_info() -> None:
     with Gateway(settings(forward_endpoint="127.0.0.1:9", queue_spans=10,
-                          retry_for_s=5.0, forward_timeout_s=0.2)) as gw:
+                          retry_for_s=1.0, forward_timeout_s=0.2)) as gw:
         stub = _stub(gw)
         codes = []
         for _ in range(6):
