@@ -22,9 +22,9 @@ from ragas_trace.semconv import (
 QUESTION_KEYS = ("question", "input", "query", "query_str", "message", "prompt")
 ANSWER_KEYS = ("answer", "output", "result", "response", "text", "content")
 # Vector stores put a similarity score in metadata under one of these names.
-# (``type(x) is dict or isinstance(x, Mapping)`` below: the ABC check is slow, and
-# these run for every request.)
 _SCORE_KEYS = ("score", "relevance_score", "similarity_score", "_score")
+# Below, ``type(x) is dict or isinstance(x, Mapping)``: the ABC check is slow, and
+# these run for every passage of every request.
 _MAX_DEPTH = 3
 
 
