@@ -256,6 +256,18 @@ def test_a_broken_model_fails_every_metric_with_a_reason(monkeypatch: pytest.Mon
     assert _internal_errors.internal_error_counts()["judges.local.evaluate"] == before + 1
 
 
+def test_a_single_string_is_one_passage(judge: LocalJudge) -> None:
+    scores = judge.evaluate_sync(QUESTION, CONTEXT, ANSWER)  # type: ignore[arg-type]
+    assert scores.context_sentences == 2
+
+
+def test_threads_and_an_embedder_together_are_refused() -> None:
+    with pytest.raises(ValueError, match="threads"):
+        LocalJudge(threads=2, embedder=Embedder())
+    with pytest.raises(ValueError, match="threads"):
+        LocalJudge(threads=0)
+
+
 def test_aclose_is_safe_twice(judge: LocalJudge) -> None:
     asyncio.run(judge.aclose())
     asyncio.run(judge.aclose())

@@ -1,7 +1,7 @@
 """``LocalJudge``: the three metrics offline, on CPU, with no API key.
 
-All embedding work for a record happens in one batched model call, run in a worker
-thread so the scorer's event loop is never blocked.
+All texts of a record are embedded in one call (deduplicated, batched), in a worker
+thread so that the scorer's event loop is never blocked.
 """
 
 from __future__ import annotations
@@ -36,6 +36,8 @@ class LocalJudge:
     """
 
     def __init__(self, *, threads: int | None = None, embedder: Embedder | None = None) -> None:
+        if embedder is not None and threads is not None:
+            raise ValueError("threads: set it on the embedder you pass, not on the judge")
         self._embedder = embedder or Embedder(threads=threads)
 
     @property
@@ -98,7 +100,8 @@ class _Record:
         self.embedder = embedder
         self.question = (question or "").strip()
         self.answer = (answer or "").strip()
-        self.contexts = [c for c in contexts if isinstance(c, str) and c.strip()]
+        passages = [contexts] if isinstance(contexts, str) else contexts  # one passage
+        self.contexts = [c for c in passages if isinstance(c, str) and c.strip()]
         self.metrics = metrics
         self.evidence: Evidence = build_evidence(self.contexts)
         self.refusal = bool(self.answer) and is_noncommittal(self.answer)
