@@ -21,7 +21,7 @@ from opentelemetry.sdk.util.instrumentation import InstrumentationScope
 from opentelemetry.util.types import AttributeValue
 
 from ragas_trace import semconv as sc
-from ragas_trace.exporters.score_attributes import label
+from ragas_trace.exporters.score_attributes import label, short_reason
 from ragas_trace.results import Metric, MetricResult, MetricStatus, Scores
 from ragas_trace.scorer.outcome import Outcome
 
@@ -35,7 +35,8 @@ Attrs = dict[str, AttributeValue]
 def explanation(metric: Metric, result: MetricResult, scores: Scores) -> str:
     """A content-free explanation: counts for scored metrics, the status otherwise."""
     if result.value is None:
-        return f"{result.status}: {result.reason}" if result.reason else str(result.status)
+        return (f"{result.status}: {short_reason(result.reason)}" if result.reason
+                else str(result.status))
     if metric is Metric.FAITHFULNESS and scores.statements:
         supported = sum(1 for s in scores.statements if s.supported)
         return f"{supported} of {len(scores.statements)} statements supported by the context"

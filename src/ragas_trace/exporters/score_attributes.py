@@ -12,6 +12,13 @@ from ragas_trace.scorer.outcome import Outcome
 
 PASS: str = "pass"
 FAIL: str = "fail"
+# Reasons come from judges and HTTP errors: bounded, so that a verbose error
+# cannot carry a reply (or anything else) of unbounded size onto spans.
+MAX_REASON_CHARS = 200
+
+
+def short_reason(reason: str) -> str:
+    return reason if len(reason) <= MAX_REASON_CHARS else reason[: MAX_REASON_CHARS - 1] + "…"
 
 
 def label(value: float, threshold: float) -> str:
@@ -23,7 +30,7 @@ def score_attributes(outcome: Outcome, judge: str | None,
     """Status and reason always; scores, labels and judge cost when the judge ran."""
     attrs: dict[str, AttributeValue] = {sc.RAGAS_EVALUATION_STATUS: str(outcome.status)}
     if outcome.reason:
-        attrs[sc.RAGAS_EVALUATION_REASON] = outcome.reason
+        attrs[sc.RAGAS_EVALUATION_REASON] = short_reason(outcome.reason)
     if judge:
         attrs[sc.RAGAS_EVALUATION_JUDGE] = judge
     if outcome.duration_s:
