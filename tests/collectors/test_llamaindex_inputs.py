@@ -105,7 +105,7 @@ def test_our_failure_is_logged_once_counted_and_never_reaches_the_app(
         raise TypeError("collector bug")
 
     monkeypatch.setenv("RAGAS_TRACE_RAISE_INTERNAL_ERRORS", "0")
-    monkeypatch.setattr(_values, "document_attributes_of", broken)
+    monkeypatch.setattr(_values.DocumentAttributes, "add", broken)
     llamaindex.instrument(tracing.provider)
     engine = index().as_query_engine(llm=ScriptedLLM())
 

@@ -25,7 +25,6 @@ import time
 import weakref
 from collections.abc import Iterable, Mapping
 from functools import partial
-from itertools import chain
 from typing import Any
 
 from llama_index.core.base.llms.types import ChatResponse, CompletionResponse
@@ -70,6 +69,8 @@ _ENTRY_METHODS = {
 _WRITER_METHODS = frozenset({"write_response_to_history", "awrite_response_to_history"})
 _LLM_RESPONSES = (CompletionResponse, ChatResponse)
 _MISSING = object()
+_MAX_CACHED = 1024  # distinct engine names / LLM models whose attributes are cached
+_RETRIEVER_ATTRS = dict(attributes.retriever_attributes())
 
 
 class Tracker:
@@ -83,8 +84,10 @@ class Tracker:
         self._app_name = app_name
         self._tags = tuple(tags.items()) if tags else ()
         self._engines = engines
-        self._max_documents = max_documents
-        self._document_budget = document_budget
+        self._documents = values.DocumentAttributes(max_documents, document_budget)
+        # Attributes that only depend on the span's name / the LLM's class and model.
+        self._chain_attrs: dict[str, dict[str, Any]] = {}
+        self._llm_attrs: dict[tuple[str | None, str | None], dict[str, Any]] = {}
         self._run_ttl_s = run_ttl_s
         self._max_open_runs = max_open_runs
         self.roles: dict[type, int] = {}
@@ -121,9 +124,9 @@ class Tracker:
                 self._start_request(id_, role, bound_args, instance, tags)
         elif role == RETRIEVER:
             if current.role != RETRIEVER:
-                self._push(Node(id_, RETRIEVER, None, current.request, current, dict(chain(
-                    attributes.retriever_attributes(),
-                    attributes.input_attributes(values.question_of(bound_args))))))
+                attrs = dict(_RETRIEVER_ATTRS)
+                attrs.update(attributes.input_attributes(values.question_of(bound_args)))
+                self._push(Node(id_, RETRIEVER, None, current.request, current, attrs))
         elif role == LLM:
             self._enter_llm(id_, current, instance)
         # An engine called inside a request stays part of it, without a span.
@@ -145,8 +148,12 @@ class Tracker:
             self._root_returned(node, result)
         elif node.role == RETRIEVER:
             try:
-                self._add(node, values.document_attributes_of(
-                    result, self._max_documents, self._document_budget))
+                if node.attrs is not None:
+                    self._documents.add(node.attrs, result)
+                else:
+                    docs: dict[str, Any] = {}
+                    self._documents.add(docs, result)
+                    self._span_of(node).set_attributes(docs)
             finally:
                 self._end_node(node)
         elif inspect.isgenerator(result) or inspect.isasyncgen(result):
@@ -212,8 +219,13 @@ class Tracker:
                     return
         if self._engines is not None and instance not in self._engines:
             return
-        attrs = dict(chain(attributes.chain_attributes(name, FRAMEWORK, self._app_name),
-                           attributes.input_attributes(values.question_of(bound_args))))
+        base = self._chain_attrs.get(name)
+        if base is None:
+            base = dict(attributes.chain_attributes(name, FRAMEWORK, self._app_name))
+            if len(self._chain_attrs) < _MAX_CACHED:
+                self._chain_attrs[name] = base
+        attrs = dict(base)
+        attrs.update(attributes.input_attributes(values.question_of(bound_args)))
         span = self._tracer.start_span(name, attributes=attrs, start_time=time.time_ns())
         now = time.monotonic()
         root = Node(id_, ROOT, span, Request(now + self._run_ttl_s))
@@ -328,6 +340,11 @@ class Tracker:
         finally:
             for llm in request.pending_llms:
                 self._end_node(llm)
+            # Break the request <-> root and request <-> LLM cycles: left to the cyclic
+            # GC, every request's spans would make collections (of the app's whole
+            # heap) more frequent.
+            request.pending_llms = []
+            request.root = None
             span.end(time.time_ns())
 
     # Spans ----------------------------------------------------------------------
@@ -343,8 +360,13 @@ class Tracker:
                 pending.aliases.append(id_)
                 self._pending[id_] = pending
                 return
-        node = Node(id_, LLM, None, current.request, current, dict(attributes.llm_attributes(
-            values.model_of(instance), values.provider_of(instance), None, None)))
+        key_attrs = (values.model_of(instance), values.provider_of(instance))
+        base = self._llm_attrs.get(key_attrs)
+        if base is None:
+            base = dict(attributes.llm_attributes(*key_attrs, None, None))
+            if len(self._llm_attrs) < _MAX_CACHED:
+                self._llm_attrs[key_attrs] = base
+        node = Node(id_, LLM, None, current.request, current, dict(base))
         node.instance_id = key
         self._push(node)
 

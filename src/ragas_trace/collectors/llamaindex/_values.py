@@ -5,17 +5,23 @@ returns ``None`` (or nothing) for shapes it does not know."""
 from __future__ import annotations
 
 import inspect
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from llama_index.core.schema import MetadataMode, TextNode
 
 from ragas_trace._internal_errors import record_internal_error
 from ragas_trace.collectors._attributes import (
-    Attribute,
+    RETRIEVAL_DOCUMENTS_TOTAL,
     as_text,
-    document_attributes,
-    documents_total,
+    metadata_json,
+)
+from ragas_trace.semconv import (
+    DOCUMENT_CONTENT,
+    DOCUMENT_ID,
+    DOCUMENT_METADATA,
+    DOCUMENT_SCORE,
+    document_key,
 )
 
 _QUESTION_ARGS = ("str_or_query_bundle", "message", "query", "query_str")
@@ -54,30 +60,37 @@ def answer_of(result: Any) -> str | None:
     return as_text(result)
 
 
-def document_attributes_of(
-    nodes: Any, max_documents: int, budget: int | None
-) -> Iterator[Attribute]:
-    """The passages of a retrieval result (``list[NodeWithScore]``), the first
-    ``max_documents`` of them, and no more attributes than ``budget`` allows."""
-    docs: Sequence[Any] = nodes if type(nodes) is list or isinstance(nodes, Sequence) else ()
-    yield from documents_total(len(docs))
-    for index, item in enumerate(docs[:max_documents]):
-        try:
-            doc_attrs = list(_document(index, item))
-        except Exception as exc:
-            # One bad passage loses only its own attributes.
-            record_internal_error("llamaindex.document", exc)
-            doc_attrs = list(document_attributes(index, None))
-        if budget is not None:
-            # Past the span attribute limit the SDK drops the OLDEST attributes (the
-            # span kind first), so stop before reaching it.
-            budget -= len(doc_attrs)
-            if budget < 0:
-                return
-        yield from doc_attrs
+class DocumentAttributes:
+    """Passage attributes of a retriever span, written straight into its attribute
+    dict, keys built once per index (this runs for every passage of every request)."""
+
+    def __init__(self, max_documents: int, budget: int | None) -> None:
+        self._keys = [(document_key(i, DOCUMENT_CONTENT), document_key(i, DOCUMENT_ID),
+                       document_key(i, DOCUMENT_SCORE), document_key(i, DOCUMENT_METADATA))
+                      for i in range(max_documents)]
+        self._budget = budget
+
+    def add(self, attrs: dict[str, Any], nodes: Any) -> None:
+        """Add the passages of a retrieval result (``list[NodeWithScore]``)."""
+        docs: Sequence[Any] = nodes if type(nodes) is list or isinstance(nodes, Sequence) else ()
+        attrs[RETRIEVAL_DOCUMENTS_TOTAL] = len(docs)
+        left = self._budget
+        for keys, item in zip(self._keys, docs, strict=False):
+            if left is not None:
+                # Past the span attribute limit the SDK drops the OLDEST attributes
+                # (the span kind first), so stop before reaching it.
+                left -= 4
+                if left < 0:
+                    break
+            try:
+                _add_document(attrs, keys, item)
+            except Exception as exc:
+                # One bad passage loses only its own attributes.
+                record_internal_error("llamaindex.document", exc)
+                attrs[keys[0]] = ""
 
 
-def _document(index: int, item: Any) -> Iterator[Attribute]:
+def _add_document(attrs: dict[str, Any], keys: tuple[str, str, str, str], item: Any) -> None:
     node = getattr(item, "node", item)  # NodeWithScore, or a bare node
     if type(node) is TextNode:
         # What get_content(MetadataMode.NONE) returns, without building the metadata
@@ -85,14 +98,17 @@ def _document(index: int, item: Any) -> Iterator[Attribute]:
         content: Any = node.text
     else:
         content = node.get_content(metadata_mode=MetadataMode.NONE)
+    text = content if type(content) is str else as_text(content)
+    attrs[keys[0]] = text if text is not None else ""
+    doc_id = getattr(node, "node_id", None)
+    if doc_id is not None:
+        attrs[keys[1]] = doc_id if type(doc_id) is str else str(doc_id)
+    score = getattr(item, "score", None)
+    if type(score) is float or (isinstance(score, int) and not isinstance(score, bool)):
+        attrs[keys[2]] = float(score)
     metadata = getattr(node, "metadata", None)
-    return document_attributes(
-        index,
-        as_text(content),
-        getattr(node, "node_id", None),
-        getattr(item, "score", None),
-        metadata if type(metadata) is dict or isinstance(metadata, Mapping) else None,
-    )
+    if metadata and isinstance(metadata, Mapping):
+        attrs[keys[3]] = metadata_json(metadata)
 
 
 # LLM classes -> the attribute naming their model ("" when none does). Looked up once
