@@ -137,3 +137,10 @@ def test_openai_judge_scores_through_an_openai_compatible_endpoint(
     assert [r.attributes[sc.RAGAS_EVALUATION_STATUS] for r in roots] == ["scored"] * 3
     assert all(str(r.attributes[sc.RAGAS_EVALUATION_JUDGE]).startswith("openai:") for r in roots)
     assert all(r.scores[Metric.FAITHFULNESS] is not None for r in result.rows)
+
+
+def test_cli_explains_a_missing_api_key(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                        capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    assert main(["demo", "--requests", "1", "--out", str(tmp_path), "--judge", "openai"]) == 2
+    assert "API key" in capsys.readouterr().err

@@ -75,7 +75,11 @@ def run(args: argparse.Namespace) -> int:
     if args.metrics_port is not None:
         print(f"Prometheus metrics on http://127.0.0.1:{args.metrics_port}/metrics",
               flush=True)
-    result = run_demo(options, _progress)
+    try:
+        result = run_demo(options, _progress)
+    except (ValueError, ImportError, OSError) as exc:  # no API key, missing extra, port taken
+        print(f"ragas-trace demo: {exc}", file=sys.stderr)
+        return 2
     print(render_table(result.rows))
     print("answer: pass when faithfulness and answer relevance pass; context relevance "
           "rates the retrieval (3 passages for a one-sentence answer).")
