@@ -271,3 +271,11 @@ def test_threads_and_an_embedder_together_are_refused() -> None:
 def test_aclose_is_safe_twice(judge: LocalJudge) -> None:
     asyncio.run(judge.aclose())
     asyncio.run(judge.aclose())
+
+
+def test_each_part_of_a_compound_question_finds_its_sentences(judge: LocalJudge) -> None:
+    scores = judge.evaluate_sync(QUESTION, [PADDED], ANSWER)
+    assert scores.kept_sentences == (  # "when ... completed" and "who designed"
+        "The Eiffel Tower was completed in March 1889 as the entrance arch to the World's "
+        "Fair in Paris.",
+        "It was designed and built by the engineering company of Gustave Eiffel.")

@@ -6,6 +6,7 @@ from ragas_trace.judges.local.lexicon import (
     alternatives,
     expectations,
     is_noncommittal,
+    question_parts,
 )
 from ragas_trace.judges.local.tokens import (
     Kind,
@@ -80,3 +81,12 @@ def test_alternative_questions() -> None:
     assert alternatives("Ist der Rhein oder die Donau länger?") == ("Rhein", "Donau")
     assert alternatives("Is a litre of water or a litre of oil heavier?") == ("water", "litre")
     assert alternatives("What causes tides?") is None
+
+
+def test_compound_questions_are_split_into_parts() -> None:
+    assert question_parts("When was it built, and who designed it?") == [
+        "When was it built", "who designed it"]
+    assert question_parts("Who won, and in which field?") == ["Who won", "in which field"]
+    assert question_parts("Wann fiel die Mauer und was folgte darauf?") == [
+        "Wann fiel die Mauer", "was folgte darauf"]
+    assert question_parts("What do cats and dogs eat?") == []

@@ -15,7 +15,7 @@ import numpy as np
 from ragas_trace._internal_errors import record_internal_error
 from ragas_trace.judges.local.embedder import MODEL_ID, Embedder, ModelIntegrityError, Vectors
 from ragas_trace.judges.local.evidence import Evidence, build_evidence
-from ragas_trace.judges.local.lexicon import is_noncommittal
+from ragas_trace.judges.local.lexicon import is_noncommittal, question_parts
 from ragas_trace.judges.local.scoring import answer_relevance, sentence_need, statement_support
 from ragas_trace.metrics.sentences import split_sentences
 from ragas_trace.results import (
@@ -107,6 +107,8 @@ class _Record:
         self.refusal = bool(self.answer) and is_noncommittal(self.answer)
         self.statements = split_sentences(self.answer) if not self.refusal else []
         self.rarity = embedder.rarity
+        self.question_parts = question_parts(self.question) \
+            if Metric.CONTEXT_RELEVANCE in metrics else []
 
     def score(self) -> Scores:
         texts = self._texts_to_embed()
@@ -142,7 +144,8 @@ class _Record:
         if self.question and self.answer and Metric.ANSWER_RELEVANCE in self.metrics:
             wanted += [self.question, self.answer]
         if self._context_needed():
-            wanted += [self.question, *self.statements, *self.evidence.texts]
+            wanted += [self.question, *self.question_parts, *self.statements,
+                       *self.evidence.texts]
         return list(dict.fromkeys(t for t in wanted if t))
 
     def _faithfulness(self, vec: _VecFn, sentence_vectors: Vectors
@@ -178,8 +181,8 @@ class _Record:
             return MetricResult.unscored(MetricStatus.NO_QUESTION), ()
         if not self.evidence.sentences:
             return MetricResult.unscored(MetricStatus.NO_CONTEXT), ()
-        needs = sentence_need(self.question, vec(self.question), self.evidence,
-                              sentence_vectors, self.rarity)
+        questions = [(q, vec(q)) for q in (self.question, *self.question_parts)]
+        needs = sentence_need(questions, self.evidence, sentence_vectors, self.rarity)
         kept = tuple(s for s, n in zip(self.evidence.texts, needs, strict=True) if n >= 0.5)
         return MetricResult.scored(float(np.mean(needs))), kept
 

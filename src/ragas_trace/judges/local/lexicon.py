@@ -83,3 +83,17 @@ def alternatives(question: str) -> tuple[str, str] | None:
     """The two options of an alternative question ("Jupiter or Saturn"), if any."""
     match = _ALTERNATIVES.search(question)
     return (match.group(1), match.group(2)) if match else None
+
+
+_PART_BREAK = re.compile(
+    r",?\s+(?:and|und|sowie)\s+(?=(?:(?:in|on|at|for|from|to|of|by|with|an|auf|seit|von)\s+)?"
+    r"(?:what|which|who|whom|whose|when|where|why|how|is|are|was"
+    r"|were|did|does|do|wann|wer|was|wie|wo|welche[rsmn]?|warum)\b)|[，,]?(?:以及|并且)",
+    re.IGNORECASE)
+
+
+def question_parts(question: str) -> list[str]:
+    """The sub-questions of a compound question ("When was it built, and who designed
+    it?"); empty for a simple one."""
+    parts = [p.strip(" ,?？") for p in _PART_BREAK.split(question)]
+    return [p for p in parts if p] if len(parts) > 1 else []

@@ -38,6 +38,7 @@ from ragas_trace.judges.local.tokens import (
 # same topic around 0.3 to 0.5, unrelated text below 0.2.
 SIM_FLOOR, SIM_FULL = 0.30, 0.65
 NEED_FLOOR, NEED_FULL = 0.30, 0.60
+ANSWER_FLOOR, ANSWER_FULL = 0.20, 0.70
 MISSING_FACT_FACTOR = 0.25  # per number or name absent from the context
 VAGUE_FACTOR = 0.75  # per placeholder word ("someone", "something") in an answer
 UNMET_EXPECTATION_FACTOR = 0.5  # a "when" question answered without any date...
@@ -119,10 +120,13 @@ def _placement(
 def answer_relevance(
     question: str, q_vector: Vectors, answer: str, a_vector: Vectors, rarity: RarityFn
 ) -> tuple[float, str]:
-    """Cosine of question and answer, discounted when the answer adds nothing the
+    """Closeness of question and answer, discounted when the answer adds nothing the
     question did not already say, uses placeholders, or lacks the kind of fact the
     question asks for (a date for "when", a name for "who")."""
-    similarity = max(0.0, float(q_vector @ a_vector))
+    similarity = float(q_vector @ a_vector)
+    # A good answer is not a paraphrase of its question: its cosine with it reaches
+    # ~0.7 at best, where the paper compares questions with questions.
+    closeness = _ramp(similarity, ANSWER_FLOOR, ANSWER_FULL)
     question_vocabulary = Vocabulary(content_tokens(question))
     answer_tokens = content_tokens(answer)
     new = [t for t in answer_tokens
@@ -135,7 +139,7 @@ def answer_relevance(
         informativeness = 1.0
     vague = vague_count(answer)
     unmet = [kind for kind in expectations(question) if not _meets(kind, new)]
-    value = similarity * (0.5 + 0.5 * informativeness) * VAGUE_FACTOR ** vague \
+    value = closeness * (0.5 + 0.5 * informativeness) * VAGUE_FACTOR ** vague \
         * UNMET_EXPECTATION_FACTOR ** len(unmet)
     parts = [f"question-answer similarity {similarity:.2f}",
              f"new content weight {new_weight:.1f}"]
@@ -174,19 +178,26 @@ def _meets(kind: Expects, new: Sequence[Token]) -> bool:
 
 
 def sentence_need(
-    question: str, q_vector: Vectors, evidence: Evidence, vectors: Vectors, rarity: RarityFn
+    questions: Sequence[tuple[str, Vectors]], evidence: Evidence, vectors: Vectors,
+    rarity: RarityFn,
 ) -> list[float]:
-    """For each context sentence, how far it bears on the question: its cosine to the
-    question plus a share of the question's own terms that it contains."""
-    question_tokens = content_tokens(question)
-    total = _weighted(question_tokens, rarity)
-    bearing: list[float] = []
-    for sentence, similarity in zip(evidence.sentences, vectors @ q_vector, strict=True):
-        lexical = _weighted([t for t in question_tokens if t in sentence.vocabulary],
-                            rarity) / total if total else 0.0
-        bearing.append(float(similarity) + LEXICAL_WEIGHT * lexical)
-    # Relative to the best sentence too: similarities are compressed for text the
-    # model knows less well (Chinese), where everything looks alike in absolute terms.
-    best = max(bearing, default=0.0)
-    return [min(_ramp(b, NEED_FLOOR, NEED_FULL),
-                _ramp(b, best - RELATIVE_FLOOR, best - RELATIVE_FULL)) for b in bearing]
+    """For each context sentence, how far it is needed to answer the question or one
+    of its parts: its cosine with the (part of the) question plus a share of that
+    question's own terms that it contains, counted in full near the best sentence for
+    that part. The relative test matters where the model compresses similarities
+    (Chinese), so that everything looks alike in absolute terms."""
+    needs = [0.0] * len(evidence.sentences)
+    for question, q_vector in questions:
+        question_tokens = content_tokens(question)
+        total = _weighted(question_tokens, rarity)
+        bearing = [
+            float(similarity) + LEXICAL_WEIGHT * (
+                _weighted([t for t in question_tokens if t in sentence.vocabulary], rarity)
+                / total if total else 0.0)
+            for sentence, similarity in zip(evidence.sentences, vectors @ q_vector, strict=True)
+        ]
+        best = max(bearing, default=0.0)
+        needs = [max(need, min(_ramp(b, NEED_FLOOR, NEED_FULL),
+                               _ramp(b, best - RELATIVE_FLOOR, best - RELATIVE_FULL)))
+                 for need, b in zip(needs, bearing, strict=True)]
+    return needs
