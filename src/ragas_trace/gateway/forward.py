@@ -1,5 +1,7 @@
 """Forwarding every span to the next OTLP hop: an official SDK exporter behind a
-bounded queue, one worker thread, retry with backoff while downstream is down.
+bounded queue, a few worker threads, retry with backoff while downstream is down.
+The exporter does not say whether a failure is permanent, so every failed batch is
+retried until ``retry_for_s``.
 
 The queue is the gateway's back-pressure point: receivers ask ``admits(n)`` before
 accepting a request and answer with an OTLP retryable error when it says no, so a

@@ -110,7 +110,8 @@ class Gateway:
             self.grpc.start()
         if self.http is not None:
             self.http.start()
-        self._ticker.start()
+        if self.assembler is not None:
+            self._ticker.start()
         logger.info("ragas-trace gateway listening", extra={
             "otlp_grpc": self.grpc.endpoint if self.grpc else None,
             "otlp_http": self.http.endpoint if self.http else None,
@@ -144,7 +145,8 @@ class Gateway:
             self.http.stop()
         if self.grpc is not None:
             self.grpc.stop(grace_s=min(2.0, timeout_s / 4))
-        self._ticker.join(timeout=1.0)
+        if self._ticker.is_alive():
+            self._ticker.join(timeout=1.0)
         sink_ok = True
         if self.assembler is not None and self.sink is not None:
             self.assembler.close()
