@@ -11,6 +11,7 @@ import pytest
 from ragas_trace.judges.local import Embedder, LocalJudge, ModelIntegrityError
 from ragas_trace.judges.local.embedder import (
     MODEL_SHA256,
+    default_cache_size,
     default_threads,
     default_tokenizer_path,
     verify_checksum,
@@ -91,7 +92,8 @@ def test_rarity_follows_vocabulary_rank(embedder: Embedder) -> None:
     assert 0.2 <= embedder.rarity("rotation") <= 1.0
 
 
-@pytest.mark.parametrize("kwargs", [{"threads": 0}, {"threads": "2"}, {"batch_size": 0}])
+@pytest.mark.parametrize("kwargs", [{"threads": 0}, {"threads": "2"}, {"batch_size": 0},
+                                    {"cache_size": -1}])
 def test_bad_settings_raise_naming_the_parameter(kwargs: dict[str, object]) -> None:
     with pytest.raises(ValueError, match=next(iter(kwargs))):
         Embedder(**kwargs)  # type: ignore[arg-type]
@@ -105,6 +107,8 @@ def test_threads_from_the_environment(monkeypatch: pytest.MonkeyPatch,
     with caplog.at_level(logging.WARNING):
         assert default_threads() >= 1
     assert "RAGAS_TRACE_LOCAL_THREADS" in caplog.text
+    monkeypatch.setenv("RAGAS_TRACE_LOCAL_CACHE", "-5")
+    assert default_cache_size() == 4096
 
 
 def test_matches_sentence_transformers_output(embedder: Embedder) -> None:
@@ -114,3 +118,30 @@ def test_matches_sentence_transformers_output(embedder: Embedder) -> None:
     ours = embedder.embed(reference["texts"])
     expected = np.array(reference["vectors"], dtype=np.float32)
     assert np.all(np.sum(ours * expected, axis=1) > 0.99)
+
+
+class Counting(Embedder):
+    runs = 0
+
+    def _embed_batch(self, encodings):  # type: ignore[no-untyped-def]
+        self.runs += len(encodings)
+        return super()._embed_batch(encodings)
+
+
+def test_repeated_sentences_are_embedded_once() -> None:
+    e = Counting(threads=1, cache_size=3)
+    first = e.embed(["alpha beta.", "gamma delta."])
+    again = e.embed(["gamma delta.", "epsilon.", "alpha beta."])
+    assert e.runs == 3
+    assert np.array_equal(first[0], again[2]) and np.array_equal(first[1], again[0])
+    e.embed(["zeta.", "eta."])  # capacity 3: "gamma delta." is now the oldest, evicted
+    e.embed(["gamma delta."])
+    assert e.runs == 6
+
+
+def test_the_cache_can_be_switched_off(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("RAGAS_TRACE_LOCAL_CACHE", "0")
+    e = Counting(threads=1)
+    e.embed(["alpha beta."])
+    e.embed(["alpha beta."])
+    assert e.runs == 2

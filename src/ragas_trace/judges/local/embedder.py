@@ -21,6 +21,8 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from ragas_trace.judges.local.vector_cache import VectorCache
+
 logger = logging.getLogger(__name__)
 
 MODEL_ID = "minilm-l6-int8"
@@ -31,6 +33,8 @@ MAX_TOKENS = 256  # sentence-transformers' max_seq_length for this model
 DEFAULT_BATCH_SIZE = 32
 TOKEN_BUDGET = 1024  # padded tokens per model run: bounds the activations' memory
 _THREADS_ENV = "RAGAS_TRACE_LOCAL_THREADS"
+_CACHE_ENV = "RAGAS_TRACE_LOCAL_CACHE"
+DEFAULT_CACHE_SIZE = 4096  # ~7 MB of vectors
 _COMMON_RANKS, _RARE_RANKS = 2000, 6000  # vocabulary ranks: below ~2000 are frequent
 
 Vectors = npt.NDArray[np.float32]
@@ -60,16 +64,26 @@ def default_threads() -> int:
     The judge shares the machine with the application it observes, so by default it
     leaves at least half of the cores to it.
     """
-    raw = os.environ.get(_THREADS_ENV)
-    if raw is not None:
-        try:
-            value = int(raw)
-            if value >= 1:
-                return value
-        except ValueError:
-            pass
-        logger.warning("ignoring %s=%r: expected a positive integer", _THREADS_ENV, raw)
-    return max(1, (os.cpu_count() or 2) // 2)
+    return _int_from_env(_THREADS_ENV, max(1, (os.cpu_count() or 2) // 2), minimum=1)
+
+
+def default_cache_size() -> int:
+    """Sentences whose embeddings are kept: env ``RAGAS_TRACE_LOCAL_CACHE`` (0: none)."""
+    return _int_from_env(_CACHE_ENV, DEFAULT_CACHE_SIZE, minimum=0)
+
+
+def _int_from_env(name: str, default: int, minimum: int) -> int:
+    raw = os.environ.get(name)
+    if raw is None:
+        return default
+    try:
+        value = int(raw)
+    except ValueError:
+        value = minimum - 1
+    if value >= minimum:
+        return value
+    logger.warning("ignoring %s=%r: expected an integer >= %d", name, raw, minimum)
+    return default
 
 
 def verify_checksum(path: Path, expected_sha256: str) -> None:
@@ -102,6 +116,7 @@ class Embedder:
         *,
         threads: int | None = None,
         batch_size: int = DEFAULT_BATCH_SIZE,
+        cache_size: int | None = None,
         model_sha256: str = MODEL_SHA256,
         tokenizer_sha256: str = TOKENIZER_SHA256,
     ) -> None:
@@ -109,6 +124,8 @@ class Embedder:
             raise ValueError(f"threads must be a positive integer, got {threads!r}")
         if not isinstance(batch_size, int) or batch_size < 1:
             raise ValueError(f"batch_size must be a positive integer, got {batch_size!r}")
+        if cache_size is not None and (not isinstance(cache_size, int) or cache_size < 0):
+            raise ValueError(f"cache_size must be an integer >= 0, got {cache_size!r}")
         self._model_path = model_path
         self._tokenizer_path = tokenizer_path
         self._threads = threads
@@ -117,6 +134,7 @@ class Embedder:
         self._tokenizer_sha256 = tokenizer_sha256
         self._lock = threading.Lock()
         self._run_lock = threading.Lock()
+        self._cache = VectorCache(default_cache_size() if cache_size is None else cache_size)
         self._session: Any = None
         self._tokenizer: Any = None
 
@@ -172,20 +190,35 @@ class Embedder:
         self.load()
         if not texts:
             return np.zeros((0, DIMENSIONS), dtype=np.float32)
-        encodings = self._tokenizer.encode_batch(list(texts))
-        lengths = [len(e.ids) for e in encodings]
+        out = np.empty((len(texts), DIMENSIONS), dtype=np.float32)
+        todo: list[int] = []
+        for i, text in enumerate(texts):
+            cached = self._cache.get(text)
+            if cached is None:
+                todo.append(i)
+            else:
+                out[i] = cached
+        if todo:
+            self._embed_into(out, texts, todo)
+        return out
+
+    def _embed_into(self, out: Vectors, texts: Sequence[str], todo: list[int]) -> None:
+        encodings = dict(zip(todo, self._tokenizer.encode_batch([texts[i] for i in todo]),
+                             strict=True))
+        lengths = {i: len(e.ids) for i, e in encodings.items()}
         # Texts of similar length share a batch (little padding), and a batch holds at
         # most TOKEN_BUDGET padded tokens, which bounds the model's working memory.
-        out = np.empty((len(texts), DIMENSIONS), dtype=np.float32)
-        batch: list[int] = []
-        for i in sorted(range(len(texts)), key=lengths.__getitem__):
+        batches: list[list[int]] = [[]]
+        for i in sorted(todo, key=lengths.__getitem__):
+            batch = batches[-1]
             if batch and (len(batch) == self._batch_size
                           or (len(batch) + 1) * lengths[i] > TOKEN_BUDGET):
-                out[batch] = self._embed_batch([encodings[j] for j in batch])
-                batch = []
+                batches.append(batch := [])
             batch.append(i)
-        out[batch] = self._embed_batch([encodings[j] for j in batch])
-        return out
+        for batch in batches:
+            out[batch] = self._embed_batch([encodings[j] for j in batch])
+            for j in batch:
+                self._cache.put(texts[j], out[j].copy())
 
     def _embed_batch(self, encodings: list[Any]) -> Vectors:
         width = max(len(e.ids) for e in encodings)
