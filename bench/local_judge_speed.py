@@ -27,11 +27,12 @@ def _rss_mb() -> float:
 
 
 def measure(records: int, repeats: int) -> dict[str, Any]:
-    from ragas_trace.judges.local import LocalJudge
+    from ragas_trace.judges.local import Embedder, LocalJudge
 
     rows = json.loads(DATA.read_text(encoding="utf-8"))[:records]
     baseline_rss = _rss_mb()
-    judge = LocalJudge()
+    # No embedding cache: every pass must embed, or repeats would measure cache hits.
+    judge = LocalJudge(embedder=Embedder(cache_size=0))
     started = time.perf_counter()
     judge.load()
     load_s = time.perf_counter() - started
