@@ -280,3 +280,19 @@ def test_content_policy_cleans_span_events_too(make_rig):
                                                  "other": 1})
     (exported,) = rig.named("llm-call")
     assert [dict(e.attributes) for e in exported.events] == [{"other": 1}]
+
+
+def test_a_root_whose_trace_was_evicted_is_not_scored_without_its_passages(make_rig):
+    rig = make_rig(max_open_traces=1)
+    tracer = rig.tracer
+    first = tracer.start_span("first", attributes={sc.SPAN_KIND: sc.KIND_CHAIN,
+                                                   sc.INPUT_VALUE: "first?"})
+    rag_request(tracer)  # opens a second trace: the first one is evicted
+    first.set_attribute(sc.OUTPUT_VALUE, "An answer.")
+    first.end()
+    assert rig.processor.force_flush(5000)
+    (evicted,) = rig.named("first")
+    assert (status_of(evicted), evicted.attributes[sc.RAGAS_EVALUATION_REASON]) == (
+        "dropped", "open_traces_full")
+    assert status_of(rig.named("rag")[0]) == "scored"
+    assert rig.judge.calls == 1

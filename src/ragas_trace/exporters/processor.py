@@ -185,6 +185,9 @@ class ScoringSpanProcessor(SpanProcessor):
             self._forward(span)
             return
         descendants = self._traces.take(span)
+        if not descendants and span.context and self._traces.was_evicted(span.context.trace_id):
+            self._drop(span, "open_traces_full")  # its passages were forgotten
+            return
         decision = self.sampler.decide(span)
         if not decision.sampled:
             self.metrics.not_scored(EvaluationStatus.NOT_SAMPLED, _app_name(span),

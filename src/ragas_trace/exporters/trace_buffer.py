@@ -40,6 +40,9 @@ class TraceBuffer:
         self._ttl = ttl_s
         self._lock = threading.Lock()
         self._traces: OrderedDict[int, _Trace] = OrderedDict()
+        # ids of traces evicted while open, so that their root is not scored without
+        # its passages (bounded like the traces themselves)
+        self._evicted: OrderedDict[int, None] = OrderedDict()
         self.evicted = 0
 
     def __len__(self) -> int:
@@ -91,6 +94,11 @@ class TraceBuffer:
                 trace.kept.append(span)
             return False
 
+    def was_evicted(self, trace_id: int) -> bool:
+        """Whether the trace was evicted while open (asked once, at its root's end)."""
+        with self._lock:
+            return self._evicted.pop(trace_id, 0) is None
+
     def take(self, root: ReadableSpan) -> list[ReadableSpan]:
         """Forget the root's trace; its kept descendants plus ancestry stand-ins."""
         ctx = root.context
@@ -134,7 +142,10 @@ class TraceBuffer:
 
     def _open(self, trace_id: int) -> _Trace:
         if len(self._traces) >= self.max_traces:
-            self._traces.popitem(last=False)
+            evicted_id, _ = self._traces.popitem(last=False)
+            self._evicted[evicted_id] = None
+            if len(self._evicted) > self.max_traces:
+                self._evicted.popitem(last=False)
             self.evicted += 1
         trace = _Trace(created=time.monotonic())
         self._traces[trace_id] = trace
