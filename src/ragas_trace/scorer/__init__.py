@@ -2,7 +2,7 @@
 request path."""
 
 from ragas_trace.scorer.background import BackgroundScorer
-from ragas_trace.scorer.breaker import BreakerState, CircuitBreaker
+from ragas_trace.scorer.breaker import BreakerState, CircuitBreaker, Permit
 from ragas_trace.scorer.outcome import EvaluationStatus, Outcome
 from ragas_trace.scorer.sampler import Decision, Sampler, trace_id_sampled
 
@@ -13,6 +13,7 @@ __all__ = [
     "Decision",
     "EvaluationStatus",
     "Outcome",
+    "Permit",
     "Sampler",
     "trace_id_sampled",
 ]

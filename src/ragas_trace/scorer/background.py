@@ -250,7 +250,8 @@ class BackgroundScorer:
                 self._finish_one()
 
     async def _evaluate(self, record: RagRecord) -> Outcome:
-        if not self.breaker.allow():
+        permit = self.breaker.acquire()
+        if permit is None:
             return Outcome(EvaluationStatus.FAILED, reason="circuit_open")
         start = time.perf_counter()
         try:
@@ -267,7 +268,7 @@ class BackgroundScorer:
                               duration_s=time.perf_counter() - start)
         else:
             outcome = outcome_of(scores, time.perf_counter() - start)
-        self.breaker.record(not is_judge_failure(outcome))
+        self.breaker.record(not is_judge_failure(outcome), permit)
         return outcome
 
     async def _stop(self) -> None:

@@ -1,13 +1,14 @@
 """A circuit breaker for the judge: after N consecutive failures it opens and the
 scorer stops calling the judge; after ``reset_s`` one probe is let through
-(half-open); its success closes the breaker, its failure re-opens it."""
+(half-open); the probe's success closes the breaker, its failure re-opens it.
+Calls that started before the breaker opened do not count as probes."""
 
 from __future__ import annotations
 
 import threading
 import time
 from collections.abc import Callable
-from enum import StrEnum
+from enum import Enum, StrEnum
 
 
 class BreakerState(StrEnum):
@@ -16,8 +17,13 @@ class BreakerState(StrEnum):
     HALF_OPEN = "half_open"
 
 
+class Permit(Enum):
+    NORMAL = "normal"
+    PROBE = "probe"
+
+
 class CircuitBreaker:
-    """Thread-safe; ``allow()`` before a judge call, ``record(ok)`` after it."""
+    """Thread-safe; ``acquire()`` before a judge call, ``record(ok, permit)`` after it."""
 
     def __init__(self, failures: int = 5, reset_s: float = 30.0,
                  clock: Callable[[], float] = time.monotonic) -> None:
@@ -39,30 +45,37 @@ class CircuitBreaker:
         with self._lock:
             return self._state
 
-    def allow(self) -> bool:
-        """Whether a judge call may start now; in half-open, only one probe at a time."""
+    def acquire(self) -> Permit | None:
+        """A permit for one judge call now, or ``None``; in half-open, one probe at a time."""
         with self._lock:
             if self._state is BreakerState.CLOSED:
-                return True
+                return Permit.NORMAL
             if self._state is BreakerState.OPEN:
                 if self._clock() - self._opened_at < self._reset_s:
-                    return False
+                    return None
                 self._state = BreakerState.HALF_OPEN
             if self._probe_in_flight:
-                return False
+                return None
             self._probe_in_flight = True
-            return True
+            return Permit.PROBE
 
-    def record(self, ok: bool) -> None:
+    def record(self, ok: bool, permit: Permit = Permit.NORMAL) -> None:
         with self._lock:
-            probe = self._state is BreakerState.HALF_OPEN
-            if probe:
+            if permit is Permit.PROBE:
                 self._probe_in_flight = False
+                if ok:
+                    self._consecutive = 0
+                    self._state = BreakerState.CLOSED
+                else:
+                    self._open()
+                return
             if ok:
                 self._consecutive = 0
-                self._state = BreakerState.CLOSED
                 return
             self._consecutive += 1
-            if probe or self._consecutive >= self._threshold:
-                self._state = BreakerState.OPEN
-                self._opened_at = self._clock()
+            if self._state is BreakerState.CLOSED and self._consecutive >= self._threshold:
+                self._open()
+
+    def _open(self) -> None:
+        self._state = BreakerState.OPEN
+        self._opened_at = self._clock()
