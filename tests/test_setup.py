@@ -123,3 +123,15 @@ def test_readme_documents_every_setting():
     assert settings_table_markdown() in readme
     for setting in SETTINGS:
         assert setting.env in readme
+
+
+def test_a_second_setup_on_the_same_provider_warns(caplog):
+    provider = TracerProvider()
+    first = ragas_trace.setup(judge=ScriptedJudge(), tracer_provider=provider)
+    try:
+        with caplog.at_level(logging.WARNING, logger="ragas_trace"):
+            second = ragas_trace.setup(judge=ScriptedJudge(), tracer_provider=provider)
+        second.shutdown(timeout_s=2)
+    finally:
+        first.shutdown(timeout_s=2)
+    assert "setup() called again" in caplog.text

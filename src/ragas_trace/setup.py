@@ -16,6 +16,7 @@ from __future__ import annotations
 import atexit
 import logging
 import time
+import weakref
 from typing import Any
 
 from opentelemetry import trace as trace_api
@@ -166,12 +167,16 @@ def setup(
         resolved, downstream, judge=judge_object, meter_provider=meter_provider,
         redact=redact, always=always_score, service=service,
         evaluation_tracer=provider.get_tracer("ragas_trace") if downstream is None else None)
+    if any(not other._shut_down and other.tracer_provider is provider for other in _live):
+        logger.warning("ragas-trace: setup() called again on the same TracerProvider; "
+                       "each call adds a scoring processor (shut the first one down)")
     provider.add_span_processor(pipeline.processor)
     if joined is None:
         trace_api.set_tracer_provider(provider)
     rt = RagasTrace(pipeline, provider, meter_provider, owns_tracer_provider=joined is None,
                     owns_meter_provider=owns_meter_provider, prometheus=prometheus)
     atexit.register(rt.shutdown)
+    _live.add(rt)
     return rt
 
 
@@ -186,6 +191,9 @@ def choose_downstream(settings: Settings, exporter: SpanExporter | SpanProcessor
     if choice == "auto":
         choice = "otlp" if not joined and providers.otlp_configured("traces") else "none"
     return providers.span_exporter(choice)
+
+
+_live: weakref.WeakSet[RagasTrace] = weakref.WeakSet()
 
 
 def _resource(service_name: str | None) -> Resource:
