@@ -228,6 +228,17 @@ def test_evaluate_runs_the_model_off_the_event_loop_thread(judge: LocalJudge) ->
 
     loop_thread = asyncio.run(main())
     assert threads and loop_thread not in threads
+    asyncio.run(recording.aclose())
+
+
+def test_evaluate_works_again_after_aclose(judge: LocalJudge) -> None:
+    async def twice() -> None:
+        for _ in range(2):
+            scores = await judge.evaluate(QUESTION, [CONTEXT], ANSWER)
+            assert scores.faithfulness is not None
+            await judge.aclose()
+
+    asyncio.run(twice())
 
 
 def test_concurrent_records_get_the_same_scores_as_sequential_ones(judge: LocalJudge) -> None:

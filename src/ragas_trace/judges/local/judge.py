@@ -1,14 +1,16 @@
 """``LocalJudge``: the three metrics offline, on CPU, with no API key.
 
-All texts of a record are embedded in one call (deduplicated, batched), in a worker
-thread so that the scorer's event loop is never blocked.
+All texts of a record are embedded in one call (deduplicated, batched), on the
+judge's own worker thread, so that the scorer's event loop is never blocked.
 """
 
 from __future__ import annotations
 
 import asyncio
+import threading
 import time
 from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
@@ -39,6 +41,8 @@ class LocalJudge:
         if embedder is not None and threads is not None:
             raise ValueError("threads: set it on the embedder you pass, not on the judge")
         self._embedder = embedder or Embedder(threads=threads)
+        self._executor: ThreadPoolExecutor | None = None
+        self._executor_lock = threading.Lock()
 
     @property
     def name(self) -> str:
@@ -49,7 +53,11 @@ class LocalJudge:
         self._embedder.load()
 
     async def aclose(self) -> None:
-        return None
+        """Stop the worker thread (a later ``evaluate`` starts a new one)."""
+        with self._executor_lock:
+            executor, self._executor = self._executor, None
+        if executor is not None:
+            executor.shutdown(wait=False)
 
     async def evaluate(
         self,
@@ -58,7 +66,14 @@ class LocalJudge:
         answer: str | None,
         metrics: frozenset[Metric] = ALL_METRICS,
     ) -> Scores:
-        return await asyncio.to_thread(self.evaluate_sync, question, contexts, answer, metrics)
+        # A worker of our own: records wait for the model there, not in the event
+        # loop's default executor, which other work of the scorer may need.
+        with self._executor_lock:
+            if self._executor is None:
+                self._executor = ThreadPoolExecutor(1, thread_name_prefix="ragas-local-judge")
+            executor = self._executor
+        return await asyncio.get_running_loop().run_in_executor(
+            executor, self.evaluate_sync, question, contexts, answer, metrics)
 
     def evaluate_sync(
         self,
