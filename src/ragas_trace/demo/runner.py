@@ -11,7 +11,6 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from opentelemetry.sdk.resources import SERVICE_NAME, Resource
 from opentelemetry.sdk.trace import TracerProvider
@@ -35,10 +34,6 @@ from ragas_trace.judges import resolve_judge
 logger = logging.getLogger(__name__)
 
 DEFAULT_SERVICE = "ragas-trace-demo"
-# The local judge's answer relevance is a MiniLM cosine, lower than an LLM judge's:
-# on this app grounded answers score 0.24-0.76 (median 0.65), evasions under 0.11,
-# so the library's default pass mark of 0.7 would fail most good answers.
-LOCAL_JUDGE_THRESHOLDS = {"threshold_answer_relevance": 0.3}
 
 
 @dataclass(frozen=True)
@@ -119,7 +114,6 @@ def run_demo(options: DemoOptions, progress: Progress | None = None) -> DemoResu
         metrics_port=options.metrics_port,
         tracer_provider=tracer_provider,
         meter_provider=meter_provider,
-        **_thresholds(options.judge),
     )
     finished = False
     try:
@@ -154,10 +148,3 @@ def run_demo(options: DemoOptions, progress: Progress | None = None) -> DemoResu
     rows = rows_from_spans(shown.spans(), judge.scores_for)
     return DemoResult(rows, spans_file, time.monotonic() - started, finished)
 
-
-def _thresholds(judge: str) -> dict[str, Any]:
-    """The local judge's pass marks, unless the user set them in the environment."""
-    if judge != "local":
-        return {}
-    return {name: value for name, value in LOCAL_JUDGE_THRESHOLDS.items()
-            if f"RAGAS_TRACE_{name.upper()}" not in os.environ}
