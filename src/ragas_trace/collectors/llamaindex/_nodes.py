@@ -46,8 +46,8 @@ def method_of(id_: str) -> str:
 class Request:
     """One captured engine call, from its root span's start to its answer."""
 
-    __slots__ = ("awaiting_writer", "deadline", "early_end", "ended", "pending_llms", "root",
-                 "streaming")
+    __slots__ = ("awaiting_writer", "deadline", "done", "early_end", "ended", "pending_llms",
+                 "root", "streaming")
 
     def __init__(self, deadline: float) -> None:
         self.deadline = deadline
@@ -57,17 +57,21 @@ class Request:
         # A chat stream's writer thread may finish before the engine call returns.
         self.early_end: tuple[str | None, BaseException | None] | None = None
         self.pending_llms: list[Node] = []
+        # Child nodes that ended before the request: their spans are made with the root's.
+        self.done: list[Node] = []
         self.ended = False
 
 
 class Node:
     """One span of ours, started by the dispatcher span ``li_id``.
 
-    A RETRIEVER or LLM span is created only when it ends (or when a child needs its
-    context), with its start time and every attribute in one SDK call."""
+    The request's spans are made in one burst when it ends, each with its own start
+    and end times and every attribute in one SDK call (see ``Tracker._end_request``);
+    a node still open then gets its span in the burst and ends it later."""
 
-    __slots__ = ("aliases", "attrs", "ctx", "ended", "instance_id", "li_id", "parent",
-                 "pending", "request", "role", "span", "start_ns", "token")
+    __slots__ = ("aliases", "attrs", "ctx", "end_ns", "ended", "error", "instance_id",
+                 "li_id", "parent", "parent_ctx", "pending", "request", "role", "span",
+                 "start_ns", "token")
 
     def __init__(self, li_id: str, role: int, span: Span | None, request: Request,
                  parent: Node | None = None, attrs: dict[str, Any] | None = None) -> None:
@@ -79,6 +83,10 @@ class Node:
         self.attrs = attrs
         self.start_ns = time.time_ns()
         self.ctx: otel_context.Context | None = None
+        # A root's parent: the OpenTelemetry context current when the request started.
+        self.parent_ctx: otel_context.Context | None = None
+        self.end_ns = 0
+        self.error: BaseException | None = None
         # Dispatcher ids of LLM calls nested in this one (their end events name them).
         self.aliases: list[str] = []
         self.instance_id = 0

@@ -9,6 +9,12 @@ dispatcher span. LLM calls nested in an LLM call (``acomplete`` -> ``complete``,
 ``astream`` -> a lazily run ``stream_complete``) collapse into one span, so the
 completion-end event that fires on each of them lands on it.
 
+The callbacks only record; a request's spans are made in one burst when it ends,
+each with its own start and end times and all its attributes in one SDK call (the
+root first, so processors see its kind and question in ``on_start``), as the
+LangChain collector does. A call still open then (an abandoned stream's LLM) gets
+its span in the burst, ended at the request's end.
+
 A streamed request ends when its stream does: the query stream is wrapped (see
 ``_streams``); a chat stream ends when LlamaIndex's own writer, which consumes the
 LLM stream into the chat history, exits. Requests that never end are evicted after
@@ -180,10 +186,8 @@ class Tracker:
         if node.role == ROOT:
             self._end_request(node, None, err)
             return
-        try:
-            _record_error(self._span_of(node), err)
-        finally:
-            self._end_node(node)
+        node.error = err
+        self._end_node(node)
 
     def llm_ended(self, span_id: str | None, response: Any) -> None:
         """A completion/chat end event: ends a streaming LLM call, with its usage."""
@@ -226,9 +230,9 @@ class Tracker:
                 self._chain_attrs[name] = base
         attrs = dict(base)
         attrs.update(attributes.input_attributes(values.question_of(bound_args)))
-        span = self._tracer.start_span(name, attributes=attrs, start_time=time.time_ns())
         now = time.monotonic()
-        root = Node(id_, ROOT, span, Request(now + self._run_ttl_s))
+        root = Node(id_, ROOT, None, Request(now + self._run_ttl_s), None, attrs)
+        root.parent_ctx = otel_context.get_current()
         root.request.root = root
         with self._lock:
             victims = self._victims_locked(now)
@@ -252,15 +256,7 @@ class Tracker:
 
     def _evict(self, root: Node) -> None:
         self.evicted_runs += 1
-        try:
-            span = self._span_of(root)
-            span.set_attribute(sc.RAGAS_RUN_EVICTED, True)
-            span.set_status(Status(
-                StatusCode.ERROR, f"no end within {self._run_ttl_s:g} s; evicted"))
-        except Exception as exc:
-            record_internal_error("llamaindex.evict", exc)
-        finally:
-            self._end_request(root, None, None, STREAM_ABANDONED)
+        self._end_request(root, None, None, STREAM_ABANDONED, evicted=True)
 
     def _root_returned(self, root: Node, result: Any) -> None:
         request = root.request
@@ -319,7 +315,10 @@ class Tracker:
             self._end_request(request.root, answer, err)
 
     def _end_request(self, root: Node, answer: str | None, err: BaseException | None,
-                     stream_status: str | None = None) -> None:
+                     stream_status: str | None = None, evicted: bool = False) -> None:
+        """End the request and make its spans in one burst: the SDK's span code runs
+        hot in the cache three times in a row instead of cold at three points of the
+        query (measured: about 3x cheaper on the bench's 2-core machine)."""
         request = root.request
         with self._lock:
             if request.ended:
@@ -327,25 +326,34 @@ class Tracker:
             request.ended = True
             root.ended = True
             self._requests.pop(root.li_id, None)
-        span = self._span_of(root)
+            done, request.done = request.done, []
+            pending, request.pending_llms = request.pending_llms, []
+        end_ns = time.time_ns()
+        span: Span | None = None
         try:
             attrs = dict(attributes.output_attributes(answer))
             if request.streaming:
                 if stream_status is None:
                     stream_status = STREAM_ERROR if err is not None else STREAM_COMPLETED
                 attrs[sc.RAGAS_STREAM_STATUS] = stream_status
-            span.set_attributes(attrs)
+            if evicted:
+                attrs[sc.RAGAS_RUN_EVICTED] = True
+            self._add(root, attrs.items())
+            span = self._span_of(root)
+            if evicted:
+                span.set_status(Status(
+                    StatusCode.ERROR, f"no end within {self._run_ttl_s:g} s; evicted"))
             if err is not None and not isinstance(err, GeneratorExit):
                 _record_error(span, err)
         finally:
-            for llm in request.pending_llms:
-                self._end_node(llm)
-            # Break the request <-> root and request <-> LLM cycles: left to the cyclic
-            # GC, every request's spans would make collections (of the app's whole
-            # heap) more frequent.
-            request.pending_llms = []
+            for node in done:
+                self._finish_span(node)
+            for llm in pending:
+                self._end_node(llm, end_ns)
+            # Break the request <-> root cycle: left to the cyclic GC, every request's
+            # spans would make collections (of the app's whole heap) more frequent.
             request.root = None
-            span.end(time.time_ns())
+            (span or self._span_of(root)).end(end_ns)
 
     # Spans ----------------------------------------------------------------------
 
@@ -388,7 +396,7 @@ class Tracker:
         span = node.span
         if span is None:
             parent = node.parent
-            ctx = None if parent is None else self._context_of(parent)
+            ctx = node.parent_ctx if parent is None else self._context_of(parent)
             span = node.span = self._tracer.start_span(
                 span_name(node.li_id), ctx, attributes=node.attrs, start_time=node.start_ns)
             node.attrs = None
@@ -412,17 +420,32 @@ class Tracker:
         else:
             self._span_of(node).set_attributes(dict(attrs))
 
-    def _end_node(self, node: Node) -> None:
+    def _end_node(self, node: Node, end_ns: int | None = None) -> None:
+        node_end = time.time_ns() if end_ns is None else end_ns
+        request = node.request
         with self._lock:
             if node.ended:
                 return
             node.ended = True
+            node.end_ns = node_end
+            later = not request.ended
+            if later:
+                request.done.append(node)
         if node.pending:
             pending = self._pending
             pending.pop(node.li_id, None)
             for alias in node.aliases:
                 pending.pop(alias, None)
-        self._span_of(node).end(time.time_ns())
+        if not later:
+            self._finish_span(node)
+
+    def _finish_span(self, node: Node) -> None:
+        span = self._span_of(node)
+        try:
+            if node.error is not None:
+                _record_error(span, node.error)
+        finally:
+            span.end(node.end_ns)
 
 
 def _record_error(span: Span, err: BaseException | None) -> None:
