@@ -93,6 +93,13 @@ def test_noncommittal_answers(judge: LocalJudge, evasive: str) -> None:
     assert scores.statements == ()
 
 
+def test_a_hedged_answer_with_a_fact_is_still_an_answer(judge: LocalJudge) -> None:
+    scores = judge.evaluate_sync(
+        QUESTION, [CONTEXT], "I'm not sure of the day, but it was completed in March 1889.")
+    assert scores.result(Metric.FAITHFULNESS).status is MetricStatus.SCORED
+    assert scores.answer_relevance is not None and scores.answer_relevance > 0.0
+
+
 def test_restating_the_question_is_less_relevant_than_answering(judge: LocalJudge) -> None:
     answer = judge.evaluate_sync(QUESTION, [CONTEXT], ANSWER)
     restated = judge.evaluate_sync(QUESTION, [CONTEXT], "The Eiffel Tower was completed at "

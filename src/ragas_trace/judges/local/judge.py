@@ -19,6 +19,7 @@ from ragas_trace.judges.local.embedder import MODEL_ID, Embedder, ModelIntegrity
 from ragas_trace.judges.local.evidence import Evidence, build_evidence
 from ragas_trace.judges.local.lexicon import is_noncommittal, question_parts
 from ragas_trace.judges.local.scoring import answer_relevance, sentence_need, statement_support
+from ragas_trace.judges.local.tokens import Kind, content_tokens
 from ragas_trace.metrics.sentences import split_sentences
 from ragas_trace.results import (
     ALL_METRICS,
@@ -119,7 +120,10 @@ class _Record:
         self.contexts = [c for c in passages if isinstance(c, str) and c.strip()]
         self.metrics = metrics
         self.evidence: Evidence = build_evidence(self.contexts)
-        self.refusal = bool(self.answer) and is_noncommittal(self.answer)
+        # Hedged but committal ("I'm not sure of the day, but it opened in 1889") is
+        # an answer: an evasion states no number.
+        self.refusal = bool(self.answer) and is_noncommittal(self.answer) and not any(
+            t.kind is Kind.NUMBER for t in content_tokens(self.answer))
         self.statements = split_sentences(self.answer) if not self.refusal else []
         self.rarity = embedder.rarity
         self.question_parts = question_parts(self.question) \
