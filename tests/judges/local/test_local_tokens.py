@@ -67,6 +67,7 @@ def test_noncommittal_and_vague() -> None:
     assert is_noncommittal("对不起，我不知道。")
     assert not is_noncommittal("The knowledge of the Moon is old.")
     assert vague_count("Someone invented something, some years ago.") == 3
+    assert vague_count("太阳系里有很多行星，有人说。") == 2
 
 
 def test_expected_answer_types() -> None:

@@ -25,6 +25,10 @@ nicht kein keine keinen noch nur schon sehr so dass daß hat haben hatte hatten 
 wo warum welche welcher welches welchen diese dieser dieses diesem diesen jener sich man
 """.split())
 
+# Chinese function characters: a character pair containing one adds no content.
+CJK_FUNCTION_CHARS = frozenset(
+    "的了是在有和与也都很就这那个里中上下它他她们我你之其为而及或被把对从到着过吗呢吧啊")
+
 # Placeholders that stand in for the fact a question asks for.
 VAGUE_WORDS = frozenset("""
 someone somebody something somewhere somehow sometime sometimes some certain various
@@ -32,6 +36,8 @@ several many lots thing things stuff kind sort around roughly approximately
 different differ differs differing similar unspecified particular well-known famous
 jemand etwas irgendwo irgendwie irgendwann einige manche verschiedene gewisse ungefähr
 """.split())
+
+VAGUE_CJK = re.compile("很多|一些|某些|某种|某个|有人|许多|各种|不同|某")
 
 _NONCOMMITTAL = re.compile(
     r"\b(i\s+(do\s+not|don't|dont)\s+know|i\s+am\s+not\s+sure|i'm\s+not\s+sure|not\s+sure"

@@ -16,6 +16,7 @@ import numpy as np
 from ragas_trace.judges.local.embedder import Vectors
 from ragas_trace.judges.local.evidence import Evidence
 from ragas_trace.judges.local.lexicon import (
+    CJK_FUNCTION_CHARS,
     COMPARISON,
     VAGUE_WORDS,
     Expects,
@@ -130,7 +131,8 @@ def answer_relevance(
     question_vocabulary = Vocabulary(content_tokens(question))
     answer_tokens = content_tokens(answer)
     new = [t for t in answer_tokens
-           if t not in question_vocabulary and normalise(t.text) not in VAGUE_WORDS]
+           if t not in question_vocabulary and normalise(t.text) not in VAGUE_WORDS
+           and not CJK_FUNCTION_CHARS.intersection(t.text)]
     new_weight = _weighted(new, rarity)
     informativeness = new_weight / (new_weight + 1.0)
     options = alternatives(question)

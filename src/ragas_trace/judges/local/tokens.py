@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from enum import Enum
 
-from ragas_trace.judges.local.lexicon import STOPWORDS, VAGUE_WORDS
+from ragas_trace.judges.local.lexicon import STOPWORDS, VAGUE_CJK, VAGUE_WORDS
 
 _TOKEN = re.compile(
     r"(?:(?<![\w.,])[-−](?=\d)|\b(?i:minus|negative)\s+(?=\d))?"  # -2, minus 2
@@ -91,7 +91,8 @@ def _sentence_initial(text: str, at: int) -> bool:
 
 
 def vague_count(text: str) -> int:
-    return sum(1 for m in _TOKEN.finditer(text) if normalise(m.group(0)) in VAGUE_WORDS)
+    return sum(1 for m in _TOKEN.finditer(text) if normalise(m.group(0)) in VAGUE_WORDS) \
+        + len(VAGUE_CJK.findall(text))
 
 
 def clause_groups(sentence: str, tokens: Sequence[Token]) -> list[list[Token]]:
