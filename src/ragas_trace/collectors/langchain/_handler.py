@@ -12,7 +12,6 @@ from __future__ import annotations
 import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
-from itertools import chain
 from typing import Any
 from uuid import UUID
 
@@ -37,7 +36,11 @@ _SCOPE = "ragas_trace.collectors.langchain"
 # query and its mime type, documents_total), plus headroom for sampler attributes.
 _RETRIEVER_BASE_ATTRIBUTES = 8
 _COMPLETED = "completed"
+_ATTRIBUTE_CACHE_SIZE = 256
 _Build = Callable[[Any], dict[str, Any]]
+
+
+_RETRIEVER_ATTRIBUTES: dict[str, Any] = dict(attributes.retriever_attributes())
 
 
 class RagasCallbackHandler(BaseCallbackHandler):
@@ -82,6 +85,9 @@ class RagasCallbackHandler(BaseCallbackHandler):
             int(_settings.MAX_DOCUMENTS.resolve(max_documents)),
             sys.maxsize if limit is None else max(limit - _RETRIEVER_BASE_ATTRIBUTES, 0))
         self._emitter = Emitter(self._tracer, self._runs, self._run_ttl_s)
+        # Start attributes that depend only on the chain's or model's name, built once.
+        self._root_attrs: dict[str, dict[str, Any]] = {}
+        self._llm_attrs: dict[tuple[str | None, str | None], dict[str, Any]] = {}
         self.evicted_runs = 0
 
     @property
@@ -122,8 +128,8 @@ class RagasCallbackHandler(BaseCallbackHandler):
                            run_id: UUID, parent_run_id: UUID | None = None,
                            **kwargs: Any) -> None:
         try:
-            attrs = dict(chain(attributes.retriever_attributes(),
-                               attributes.input_attributes(attributes.as_text(query))))
+            attrs = _RETRIEVER_ATTRIBUTES.copy()
+            attrs.update(attributes.input_attributes(attributes.as_text(query)))
             self._start_child(run_id, parent_run_id, _run_name(serialized, kwargs, "retriever"),
                               attrs)
         except Exception as exc:
@@ -205,8 +211,8 @@ class RagasCallbackHandler(BaseCallbackHandler):
             run.streaming = _values.is_stream_placeholder(inputs)
             question = None if run.streaming else _values.question_of(inputs)
             run.question_known = question is not None
-            run.attrs = dict(chain(attributes.chain_attributes(name, FRAMEWORK, self._app_name),
-                                   attributes.input_attributes(question)))
+            run.attrs = self._chain_attributes(name).copy()
+            run.attrs.update(attributes.input_attributes(question))
         run.ctx = ctx
         self._evict(self._runs.add_root(run))
 
@@ -226,10 +232,14 @@ class RagasCallbackHandler(BaseCallbackHandler):
                    parent_run_id: UUID | None, metadata: Mapping[str, Any] | None,
                    kwargs: Mapping[str, Any]) -> None:
         invocation = kwargs.get("invocation_params")
-        attrs = dict(attributes.llm_attributes(
-            _values.model_of(metadata, invocation if type(invocation) is dict else None),
-            _values.provider_of(metadata), None, None))
-        self._start_child(run_id, parent_run_id, _run_name(serialized, kwargs, "llm"), attrs)
+        model = _values.model_of(metadata, invocation if type(invocation) is dict else None)
+        provider = _values.provider_of(metadata)
+        base = self._llm_attrs.get((model, provider))
+        if base is None:
+            base = self._remember(self._llm_attrs, (model, provider),
+                                  dict(attributes.llm_attributes(model, provider, None, None)))
+        self._start_child(run_id, parent_run_id, _run_name(serialized, kwargs, "llm"),
+                          base.copy())
 
     def _end_child(self, run_id: UUID, build: _Build | None, value: Any,
                    error: BaseException | None) -> None:
@@ -264,6 +274,21 @@ class RagasCallbackHandler(BaseCallbackHandler):
                 attrs[sc.RAGAS_STREAM_STATUS] = _COMPLETED
         finally:
             self._emitter.end_root(run, time.time_ns(), attrs, error)
+
+    def _chain_attributes(self, name: str) -> dict[str, Any]:
+        attrs = self._root_attrs.get(name)
+        if attrs is None:
+            attrs = self._remember(self._root_attrs, name, dict(
+                attributes.chain_attributes(name, FRAMEWORK, self._app_name)))
+        return attrs
+
+    @staticmethod
+    def _remember(cache: dict[Any, dict[str, Any]], key: Any,
+                  attrs: dict[str, Any]) -> dict[str, Any]:
+        # Few chains and models per app; a cap keeps odd ones from growing it.
+        if len(cache) < _ATTRIBUTE_CACHE_SIZE:
+            cache[key] = attrs
+        return attrs
 
     def _forget(self, run_id: UUID, where: str) -> None:
         try:
