@@ -100,6 +100,11 @@ def test_a_hedged_answer_with_a_fact_is_still_an_answer(judge: LocalJudge) -> No
     assert scores.answer_relevance is not None and scores.answer_relevance > 0.0
 
 
+def test_a_month_does_not_answer_who(judge: LocalJudge) -> None:
+    half = judge.evaluate_sync(QUESTION, [CONTEXT], "The Eiffel Tower was completed in March 1889.")
+    assert "no name" in (half.reasons["answer_relevance"] or "")
+
+
 def test_restating_the_question_is_less_relevant_than_answering(judge: LocalJudge) -> None:
     answer = judge.evaluate_sync(QUESTION, [CONTEXT], ANSWER)
     restated = judge.evaluate_sync(QUESTION, [CONTEXT], "The Eiffel Tower was completed at "

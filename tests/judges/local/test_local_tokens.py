@@ -27,6 +27,11 @@ def test_numbers_names_and_words() -> None:
         ("1889", "number")]
 
 
+def test_months_are_dates_but_may_and_march_the_verbs_are_not() -> None:
+    assert kinds("It opened in May 1994; you may march there.") == [
+        ("open", "word"), ("may", "number"), ("1994", "number"), ("march", "word")]
+
+
 def test_number_forms_are_normalised() -> None:
     keys = [t.key for t in content_tokens("1,500 people; minus 2 degrees; -3; 1-0; 365.2422")]
     assert keys == ["1500", "peopl", "-2", "degre", "-3", "1-0", "365.2422"]

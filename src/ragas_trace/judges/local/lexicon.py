@@ -25,6 +25,12 @@ nicht kein keine keinen noch nur schon sehr so dass daß hat haben hatte hatten 
 wo warum welche welcher welches welchen diese dieser dieses diesem diesen jener sich man
 """.split())
 
+# Months are dates, not names: "March" answers "when", not "who".
+MONTHS = frozenset("""
+january february march april may june july august september october november december
+januar februar märz mai juni juli oktober dezember
+""".split())
+
 # Chinese function characters: a character pair containing one adds no content.
 CJK_FUNCTION_CHARS = frozenset(
     "的了是在有和与也都很就这那个里中上下它他她们我你之其为而及或被把对从到着过吗呢吧啊")

@@ -175,7 +175,8 @@ def _meets(kind: Expects, new: Sequence[Token]) -> bool:
     if kind is Expects.NUMBER:
         return any(t.kind is Kind.NUMBER for t in new)
     if kind is Expects.NAME:
-        return any(t.kind is Kind.NAME or t.text[:1].isupper() for t in new)
+        return any(t.kind is Kind.NAME or (t.kind is Kind.WORD and t.text[:1].isupper())
+                   for t in new)
     return True
 
 

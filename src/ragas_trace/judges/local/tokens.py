@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from enum import Enum
 
-from ragas_trace.judges.local.lexicon import STOPWORDS, VAGUE_CJK, VAGUE_WORDS
+from ragas_trace.judges.local.lexicon import MONTHS, STOPWORDS, VAGUE_CJK, VAGUE_WORDS
 
 _TOKEN = re.compile(
     r"(?:(?<![\w.,])[-−](?=\d)|\b(?i:minus|negative)\s+(?=\d))?"  # -2, minus 2
@@ -32,7 +32,7 @@ _CLAUSE_BREAK = re.compile(r"\s*(?:[;:—–]|,\s+(?:and|but|while|whereas|und|a
 
 
 class Kind(Enum):
-    NUMBER = "number"
+    NUMBER = "number"  # also a month: part of a date
     NAME = "name"
     WORD = "word"
 
@@ -74,7 +74,9 @@ def content_tokens(text: str) -> list[Token]:
             tokens.append(Token(raw, _number_key(raw), Kind.NUMBER, m.start()))
             continue
         low = normalise(raw)
-        if raw[0].isupper() and len(raw) > 1 and not _sentence_initial(text, m.start()):
+        if low in MONTHS and raw[0].isupper():  # "may", "march" are verbs
+            tokens.append(Token(raw, low, Kind.NUMBER, m.start()))
+        elif raw[0].isupper() and len(raw) > 1 and not _sentence_initial(text, m.start()):
             tokens.append(Token(raw, stem(low), Kind.NAME, m.start()))
         elif low not in STOPWORDS and len(low) > 1:
             tokens.append(Token(raw, stem(low), Kind.WORD, m.start()))
