@@ -7,6 +7,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from ragas_trace.judges.local.comparisons import Comparison, comparisons
 from ragas_trace.judges.local.tokens import Kind, Token, Vocabulary, content_tokens
 from ragas_trace.metrics.sentences import split_sentences
 
@@ -29,6 +30,7 @@ class ContextSentence:
 class Evidence:
     sentences: tuple[ContextSentence, ...]
     vocabulary: Vocabulary  # the whole context
+    comparisons: tuple[Comparison, ...] = ()
 
     @property
     def texts(self) -> list[str]:
@@ -38,7 +40,9 @@ class Evidence:
 def build_evidence(contexts: Sequence[str]) -> Evidence:
     sentences: list[ContextSentence] = []
     every: list[Token] = []
+    compared: list[Comparison] = []
     for passage in contexts:
+        compared += comparisons(passage)
         previous_names: tuple[Token, ...] = ()
         for text in split_sentences(passage):
             tokens = tuple(content_tokens(text))
@@ -47,4 +51,4 @@ def build_evidence(contexts: Sequence[str]) -> Evidence:
             names = tuple(t for t in tokens if t.kind is Kind.NAME or t.text[:1].isupper())
             previous_names = names or previous_names
             every.extend(tokens)
-    return Evidence(tuple(sentences), Vocabulary(every))
+    return Evidence(tuple(sentences), Vocabulary(every), tuple(compared))

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ragas_trace.judges.local.comparisons import reversed_comparisons
 from ragas_trace.judges.local.embedder import Vectors
 from ragas_trace.judges.local.evidence import Evidence
 from ragas_trace.judges.local.lexicon import (
@@ -29,6 +30,7 @@ from ragas_trace.judges.local.tokens import (
     Token,
     Vocabulary,
     clause_groups,
+    clauses,
     content_tokens,
     normalise,
     vague_count,
@@ -77,12 +79,17 @@ def statement_support(
     coverage = 1.0 - _weighted([t for t in missing if t.kind is Kind.WORD], rarity) / total \
         if total else 1.0
     placement, misplaced = _placement(statement, tokens, missing, evidence, rarity)
-    degree = closeness * coverage * placement * MISSING_FACT_FACTOR ** len(missing_facts)
+    turned = [name for clause in clauses(statement)
+              for name in reversed_comparisons(clause, evidence.comparisons)]
+    degree = closeness * coverage * placement \
+        * MISSING_FACT_FACTOR ** (len(missing_facts) + len(turned))
     parts = [f"closest context similarity {similarity:.2f}"]
     if missing_facts:
         parts.append("not in the context: " + ", ".join(t.text for t in missing_facts))
     if coverage < 1.0:
         parts.append(f"{coverage:.0%} of its content words are in the context")
+    if turned:
+        parts.append("the context compares the other way round: " + ", ".join(turned))
     if misplaced:
         parts.append("in the context only in sentences about something else: "
                      + ", ".join(misplaced))
