@@ -11,9 +11,10 @@ from dataclasses import dataclass
 from ragas_trace.judges.local.lexicon import STOPWORDS
 from ragas_trace.judges.local.tokens import normalise, stem
 
-# "<comparative> [up to three words] than [the] <other>"; English and German.
+# "<word>er than [the] <other>", or "more|less [up to three words] than <other>";
+# English and German.
 _COMPARISON = re.compile(
-    r"\b([^\W\d_]+er|more|less|fewer|mehr|weniger)\b(?:\s+[^\W\d_]+){0,3}?\s+"
+    r"\b(?:([^\W\d_]+er)|(more|less|fewer|mehr|weniger)(?:\s+[^\W\d_]+){0,3}?)\s+"
     r"(?:than|als)\s+(?:(?:the|der|die|das)\s+)?([^\W\d_][\w-]*)",
     re.IGNORECASE)
 
@@ -27,9 +28,9 @@ class Comparison:
 def comparisons(text: str) -> list[Comparison]:
     found = []
     for m in _COMPARISON.finditer(text):
-        other = normalise(m.group(2))
+        other = normalise(m.group(3))
         if other not in STOPWORDS:
-            found.append(Comparison(normalise(m.group(1)), stem(other)))
+            found.append(Comparison(normalise(m.group(1) or m.group(2)), stem(other)))
     return found
 
 
