@@ -230,3 +230,18 @@ def test_question_from_a_query_bundle(tracing: InMemoryTracing) -> None:
 
     assert one(tracing.spans(), sc.KIND_CHAIN).attributes[sc.INPUT_VALUE] == QUESTION
 
+
+
+def test_request_is_a_child_of_the_span_current_when_it_started(
+        tracing: InMemoryTracing) -> None:
+    llamaindex.instrument(tracing.provider)
+    engine = index().as_query_engine(llm=ScriptedLLM(), streaming=True)
+    with tracing.tracer.start_as_current_span("POST /ask") as server:
+        response = engine.query(QUESTION)
+    # Read after the server span ended, outside its context: the request stays under it.
+    assert "".join(response.response_gen) == ANSWER
+
+    root = one(tracing.spans(), sc.KIND_CHAIN)
+    assert root.parent is not None
+    assert root.parent.span_id == server.get_span_context().span_id
+    assert root.context.trace_id == server.get_span_context().trace_id
