@@ -415,8 +415,9 @@ class Tracker:
         return ctx
 
     def _add(self, node: Node, attrs: Iterable[attributes.Attribute]) -> None:
-        if node.span is None and node.attrs is not None:
-            node.attrs.update(attrs)
+        pending = node.attrs  # one read: another thread may make the span meanwhile
+        if node.span is None and pending is not None:
+            pending.update(attrs)
         else:
             self._span_of(node).set_attributes(dict(attrs))
 
