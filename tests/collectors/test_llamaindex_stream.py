@@ -238,3 +238,29 @@ def test_stream_dropped_unread_ends_as_abandoned(tracing: InMemoryTracing) -> No
     assert sc.OUTPUT_VALUE not in root.attributes
     assert installation.open_runs == 0
     assert installation.tracker.open_spans == 0
+
+
+def test_chat_stream_whose_writer_finishes_before_the_call_returns(
+        tracing: InMemoryTracing, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Force the race's other order: LlamaIndex's writer thread runs to its end inside
+    # stream_chat, before the engine call returns.
+    from llama_index.core.chat_engine import context as context_engine
+
+    class InlineThread(threading.Thread):
+        def start(self) -> None:
+            self.run()
+
+        def join(self, timeout: float | None = None) -> None:
+            return None
+
+    monkeypatch.setattr(context_engine, "Thread", InlineThread)
+    llamaindex.instrument(tracing.provider)
+    engine = index().as_chat_engine(chat_mode="context", llm=ScriptedLLM())
+
+    response = engine.stream_chat(QUESTION)
+    assert "".join(response.response_gen) == ANSWER
+
+    root = one(tracing.spans(), sc.KIND_CHAIN)
+    assert root.attributes[sc.OUTPUT_VALUE] == ANSWER.strip()
+    assert root.attributes[sc.RAGAS_STREAM_STATUS] == "completed"
+    assert kinds(tracing.spans()) == [sc.KIND_CHAIN, sc.KIND_LLM, sc.KIND_RETRIEVER]
