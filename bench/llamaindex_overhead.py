@@ -6,8 +6,10 @@ Configurations (each timed over the same kind of engine, in shuffled order every
   b      ragas-trace's ``collectors.llamaindex.instrument()``
   c      openinference-instrumentation-llama-index
   d      OpenLLMetry's opentelemetry-instrumentation-llamaindex
+  e      diagnostic: (b)'s spans with precomputed attributes, made where (b) makes
+         them (one burst as the query returns) by a handler with no bookkeeping
   spans  the spans (b) makes, created and ended outside any framework
-b, c, d and spans all export through the same ``SimpleSpanProcessor`` to an exporter
+b, c, d, e and spans all export through the same ``SimpleSpanProcessor`` to an exporter
 that discards. The floor is F = (a - base) + spans. Targets: b - base <= 1.3 F and
 b - base <= min(c - base, d - base) / 5. Then the memory check: 50,000 queries through
 (b), one in ten a stream the user abandons after one token and one in fifty a stream
@@ -23,7 +25,7 @@ Run by hand, in the venv that has the peers (kept out of the test venv):
     .venv-bench/bin/python bench/llamaindex_overhead.py --rss-queries 0 --rounds 5
 
 The machine is shared and noisy (2 cores, many processes), so the configurations run
-in ONE process and take turns every few queries: all four handler sets are installed
+in ONE process and take turns every few queries: all the handler sets are installed
 once, captured, and swapped onto the root dispatcher before each block (two list
 assignments, the same for every configuration). The peers only add dispatcher
 handlers (checked: no monkey-patching), so swapping the lists fully switches them on
