@@ -4,6 +4,7 @@ in the user's code; plus what limits capture (scope, suppression) and memory."""
 from __future__ import annotations
 
 import logging
+from typing import ClassVar
 
 import pytest
 from llama_index.core.base.base_retriever import BaseRetriever
@@ -212,3 +213,31 @@ def test_uninstrument_ends_open_requests(tracing: InMemoryTracing) -> None:
     assert root.attributes[sc.RAGAS_STREAM_STATUS] == "abandoned"
     assert installation.open_runs == 0
     assert "".join(response.response_gen)
+
+
+def test_model_provider_and_usage_readers() -> None:
+    class FakeOpenAI:
+        model = "gpt-4o-mini"
+
+    FakeOpenAI.__module__ = "llama_index.llms.openai.base"
+
+    class Usage:
+        input_tokens, output_tokens = 7, 3
+
+    class Raw:
+        usage = Usage()
+
+    class Reply:
+        additional_kwargs: ClassVar[dict[str, int]] = {}
+        raw: ClassVar[object] = Raw()
+
+    assert _values.model_of(FakeOpenAI()) == "gpt-4o-mini"
+    assert _values.provider_of(FakeOpenAI()) == "openai"
+    assert _values.model_of(MockLLM()) is None
+    assert _values.provider_of(MockLLM()) is None
+    assert _values.usage_of(Reply()) == (7, 3, None)
+    Reply.raw = {"usage": {"prompt_tokens": 5, "completion_tokens": 2, "total_tokens": 7}}
+    assert _values.usage_of(Reply()) == (5, 2, 7)
+    Reply.additional_kwargs = {"prompt_tokens": 1, "completion_tokens": 1}
+    assert _values.usage_of(Reply()) == (1, 1, None)
+    assert _values.usage_of(None) == (None, None, None)

@@ -129,12 +129,18 @@ def model_of(llm: Any) -> str | None:
     return value if isinstance(value, str) and value else None
 
 
+_PROVIDER: dict[type, str] = {}
+
+
 def provider_of(llm: Any) -> str | None:
     """``llama_index.llms.<provider>...`` names the provider of integration packages."""
-    parts = type(llm).__module__.split(".")
-    if len(parts) > 2 and parts[0] == "llama_index" and parts[1] == "llms":
-        return parts[2]
-    return None
+    cls = type(llm)
+    provider = _PROVIDER.get(cls)
+    if provider is None:
+        parts = cls.__module__.split(".")
+        provider = parts[2] if len(parts) > 2 and parts[:2] == ["llama_index", "llms"] else ""
+        _PROVIDER[cls] = provider
+    return provider or None
 
 
 def usage_of(response: Any) -> tuple[int | None, int | None, int | None]:
@@ -152,7 +158,7 @@ def usage_of(response: Any) -> tuple[int | None, int | None, int | None]:
 
 
 def _usage_in(usage: Any) -> tuple[int | None, int | None, int | None]:
-    if not isinstance(usage, Mapping):
+    if not usage or not (type(usage) is dict or isinstance(usage, Mapping)):
         return None, None, None
     return (_first_int(usage, _PROMPT_TOKEN_KEYS), _first_int(usage, _COMPLETION_TOKEN_KEYS),
             _first_int(usage, ("total_tokens",)))
