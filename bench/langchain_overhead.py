@@ -24,8 +24,8 @@ Run by hand, in the venv that has the peers (they patch LangChain globally, so t
 are kept out of the test venv):
 
     python3 -m venv .venv-bench && .venv-bench/bin/pip install -e '.[bench]'
-    .venv-bench/bin/python bench/langchain_overhead.py            # ~4 minutes
-    .venv-bench/bin/python bench/langchain_overhead.py --rss-invokes 0 --rounds 5
+    .venv-bench/bin/python bench/langchain_overhead.py        # ~2 min, + ~5 min memory check
+    .venv-bench/bin/python bench/langchain_overhead.py --rss-invokes 0 --rounds 10
 
 Figures are medians over rounds of per-round differences against ``base``.
 """
