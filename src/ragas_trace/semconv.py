@@ -71,6 +71,9 @@ TRACELOOP_WORKFLOW_NAME: Final = "traceloop.workflow.name"
 RAGAS_APP_NAME: Final = "ragas.app.name"
 RAGAS_FRAMEWORK: Final = "ragas.framework"
 RAGAS_STREAM_STATUS: Final = "ragas.stream.status"
+STREAM_COMPLETED: Final = "completed"
+STREAM_ABANDONED: Final = "abandoned"  # the consumer stopped reading early
+STREAM_ERROR: Final = "error"
 # True on a span ended by the collector because its run never sent an end event.
 RAGAS_RUN_EVICTED: Final = "ragas.run.evicted"
 RAGAS_ALWAYS_SCORE: Final = "ragas.evaluation.always"

@@ -241,6 +241,22 @@ def test_a_root_that_learns_its_question_at_the_end_keeps_its_passages(make_rig)
     assert rig.judge.contexts == [["Paris is the capital and largest city of France."]]
 
 
+def test_an_abandoned_stream_is_not_scored(make_rig):
+    """A partial answer is what the user read before stopping, not the app's answer."""
+    rig = make_rig()
+    rag_request(rig.tracer, name="abandoned",
+                root_attributes={sc.RAGAS_STREAM_STATUS: sc.STREAM_ABANDONED})
+    rag_request(rig.tracer, name="completed",
+                root_attributes={sc.RAGAS_STREAM_STATUS: sc.STREAM_COMPLETED})
+    assert rig.processor.force_flush(5000)
+    abandoned = rig.named("abandoned")[0].attributes
+    assert abandoned[sc.RAGAS_EVALUATION_STATUS] == "unscorable"
+    assert abandoned[sc.RAGAS_EVALUATION_REASON] == "stream_abandoned"
+    assert sc.RAGAS_FAITHFULNESS not in abandoned
+    assert status_of(rig.named("completed")[0]) == "scored"
+    assert len(rig.judge.questions) == 1
+
+
 def test_a_chain_that_never_gets_a_question_is_forgotten(make_rig):
     rig = make_rig()
     with rig.tracer.start_as_current_span("plain-chain", attributes={

@@ -43,6 +43,7 @@ from ragas_trace.scorer.sampler import Sampler
 
 _ROOT_KINDS = frozenset({"CHAIN", "AGENT"})
 _SUPPRESS = otel_context._SUPPRESS_INSTRUMENTATION_KEY
+_PARTIAL_STREAMS = frozenset({sc.STREAM_ABANDONED, sc.STREAM_ERROR})
 DEFAULT_THRESHOLDS: Mapping[str, float] = {
     "faithfulness": 0.7, "answer_relevance": 0.7, "context_relevance": 0.3}
 
@@ -187,6 +188,14 @@ class ScoringSpanProcessor(SpanProcessor):
         descendants = self._traces.take(span)
         if not descendants and span.context and self._traces.was_evicted(span.context.trace_id):
             self._drop(span, "open_traces_full")  # its passages were forgotten
+            return
+        stream_status = (span.attributes or {}).get(sc.RAGAS_STREAM_STATUS)
+        if stream_status in _PARTIAL_STREAMS:
+            # The answer is what the user read before the stream stopped: scoring it
+            # would grade an answer nobody gave.
+            self.metrics.not_scored(EvaluationStatus.UNSCORABLE, _app_name(span),
+                                    self.scorer.judge_name)
+            self._release(span, EvaluationStatus.UNSCORABLE, f"stream_{stream_status}")
             return
         decision = self.sampler.decide(span)
         if not decision.sampled:

@@ -16,8 +16,6 @@ from ragas_trace import semconv as sc
 from ragas_trace._internal_errors import record_internal_error
 from ragas_trace.collectors.langchain._runs import Run, RunMap
 
-ABANDONED = "abandoned"
-
 
 class Emitter:
     def __init__(self, tracer: Tracer, runs: RunMap, ttl_s: float) -> None:
@@ -98,7 +96,7 @@ class Emitter:
 def record_error(span: Span, error: BaseException, at_ns: int | None) -> None:
     if isinstance(error, GeneratorExit):
         # The consumer of a stream stopped early: not the app's failure.
-        span.set_attribute(sc.RAGAS_STREAM_STATUS, ABANDONED)
+        span.set_attribute(sc.RAGAS_STREAM_STATUS, sc.STREAM_ABANDONED)
     else:
         span.record_exception(error, timestamp=at_ns)
         span.set_status(Status(StatusCode.ERROR, f"{type(error).__name__}: {error}"))

@@ -27,7 +27,7 @@ from ragas_trace._internal_errors import record_internal_error
 from ragas_trace.collectors import _attributes as attributes
 from ragas_trace.collectors import _settings
 from ragas_trace.collectors.langchain import _values
-from ragas_trace.collectors.langchain._emit import ABANDONED, Emitter
+from ragas_trace.collectors.langchain._emit import Emitter
 from ragas_trace.collectors.langchain._runs import Run, RunMap
 
 FRAMEWORK = "langchain"
@@ -35,7 +35,6 @@ _SCOPE = "ragas_trace.collectors.langchain"
 # Attributes a retriever span carries besides its documents (kind, operation,
 # query and its mime type, documents_total), plus headroom for sampler attributes.
 _RETRIEVER_BASE_ATTRIBUTES = 8
-_COMPLETED = "completed"
 _ATTRIBUTE_CACHE_SIZE = 256
 _Build = Callable[[Any], dict[str, Any]]
 
@@ -269,9 +268,9 @@ class RagasCallbackHandler(BaseCallbackHandler):
             # A consumer that stops a sync stream early ends the root while the
             # model run is still open.
             if run.open_children > 0:
-                attrs[sc.RAGAS_STREAM_STATUS] = ABANDONED
+                attrs[sc.RAGAS_STREAM_STATUS] = sc.STREAM_ABANDONED
             elif run.streaming and error is None:
-                attrs[sc.RAGAS_STREAM_STATUS] = _COMPLETED
+                attrs[sc.RAGAS_STREAM_STATUS] = sc.STREAM_COMPLETED
         finally:
             self._emitter.end_root(run, time.time_ns(), attrs, error)
 

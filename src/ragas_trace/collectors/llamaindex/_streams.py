@@ -12,11 +12,7 @@ from collections.abc import AsyncGenerator, AsyncIterator, Callable, Generator, 
 from typing import Any
 
 from ragas_trace.collectors.llamaindex._nodes import CURRENT, Node
-
-STREAM_COMPLETED = "completed"
-STREAM_ABANDONED = "abandoned"
-STREAM_ERROR = "error"
-STREAM_TIMEOUT = "timeout"
+from ragas_trace.semconv import STREAM_ABANDONED, STREAM_COMPLETED, STREAM_ERROR
 
 Finish = Callable[[list[str], str, BaseException | None], None]
 

@@ -59,13 +59,7 @@ from ragas_trace.collectors.llamaindex._nodes import (
     role_of_class,
     span_name,
 )
-from ragas_trace.collectors.llamaindex._streams import (
-    STREAM_ABANDONED,
-    STREAM_COMPLETED,
-    STREAM_ERROR,
-    wrap_async_stream,
-    wrap_stream,
-)
+from ragas_trace.collectors.llamaindex._streams import wrap_async_stream, wrap_stream
 
 FRAMEWORK = "llamaindex"
 _ENTRY_METHODS = {
@@ -204,7 +198,7 @@ class Tracker:
         with self._lock:
             roots = list(self._requests.values())
         for root in roots:
-            self._end_request(root, None, None, STREAM_ABANDONED)
+            self._end_request(root, None, None, sc.STREAM_ABANDONED)
 
     # Requests -------------------------------------------------------------------
 
@@ -256,7 +250,7 @@ class Tracker:
 
     def _evict(self, root: Node) -> None:
         self.evicted_runs += 1
-        self._end_request(root, None, None, STREAM_ABANDONED, evicted=True)
+        self._end_request(root, None, None, sc.STREAM_ABANDONED, evicted=True)
 
     def _root_returned(self, root: Node, result: Any) -> None:
         request = root.request
@@ -293,13 +287,13 @@ class Tracker:
                    else wrap_stream(inner, root, finish))
         # A stream dropped unread never runs its wrapper's ``finally``: end the
         # request when the wrapper is collected (a no-op if it already ended).
-        weakref.finalize(wrapper, finish, [], STREAM_ABANDONED, None).atexit = False
+        weakref.finalize(wrapper, finish, [], sc.STREAM_ABANDONED, None).atexit = False
         return wrapper
 
     def _stream_finished(self, root: Node, parts: list[str], status: str,
                          error: BaseException | None) -> None:
         try:
-            answer = "".join(parts) if parts or status == STREAM_COMPLETED else None
+            answer = "".join(parts) if parts or status == sc.STREAM_COMPLETED else None
             self._end_request(root, answer, error, status)
         except Exception as exc:
             record_internal_error("llamaindex.stream_end", exc)
@@ -334,7 +328,7 @@ class Tracker:
             attrs = dict(attributes.output_attributes(answer))
             if request.streaming:
                 if stream_status is None:
-                    stream_status = STREAM_ERROR if err is not None else STREAM_COMPLETED
+                    stream_status = sc.STREAM_ERROR if err is not None else sc.STREAM_COMPLETED
                 attrs[sc.RAGAS_STREAM_STATUS] = stream_status
             if evicted:
                 attrs[sc.RAGAS_RUN_EVICTED] = True
