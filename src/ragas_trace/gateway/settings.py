@@ -9,73 +9,34 @@ variables (see the README's configuration table)."""
 
 from __future__ import annotations
 
-import logging
 import os
 import tomllib
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass, fields
+from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
-logger = logging.getLogger(__name__)
-
-Parse = Callable[[object], Any]
-
-
-def _text(value: object) -> str:
-    if not isinstance(value, str) or not value.strip():
-        raise ValueError(f"expected a non-empty string, got {value!r}")
-    return value.strip()
+from ragas_trace._settings import (
+    Setting,
+    boolean,
+    check_fields,
+    choice,
+    integer,
+    number,
+    optional,
+    resolve,
+    text,
+)
 
 
 def _address(value: object) -> str | None:
     """``HOST:PORT``, or ``off`` to disable the receiver."""
-    text = _text(value)
-    if text.lower() in ("off", "none", "disabled"):
+    address = text(value)
+    if address.lower() in ("off", "none", "disabled"):
         return None
-    host, sep, port = text.rpartition(":")
+    host, sep, port = address.rpartition(":")
     if not sep or not host or not port.isdigit() or not 0 <= int(port) <= 65535:
         raise ValueError(f"expected HOST:PORT or 'off', got {value!r}")
-    return text
-
-
-def _number(low: float, high: float = float("inf")) -> Parse:
-    def parse(value: object) -> float:
-        if isinstance(value, bool) or not isinstance(value, int | float | str):
-            raise ValueError(f"expected a number, got {value!r}")
-        number = float(value)
-        if not low <= number <= high:
-            raise ValueError(f"expected a number in [{low}, {high}], got {value!r}")
-        return number
-    return parse
-
-
-def _integer(low: int) -> Parse:
-    def parse(value: object) -> int:
-        number = _number(low)(value)
-        if not float(number).is_integer():
-            raise ValueError(f"expected an integer, got {value!r}")
-        return int(number)
-    return parse
-
-
-def _bool(value: object) -> bool:
-    if isinstance(value, bool):
-        return value
-    text = str(value).strip().lower()
-    if text in ("1", "true", "yes", "on"):
-        return True
-    if text in ("0", "false", "no", "off"):
-        return False
-    raise ValueError(f"expected true or false, got {value!r}")
-
-
-def _choice(*choices: str) -> Parse:
-    def parse(value: object) -> str:
-        text = str(value).strip().lower()
-        if text not in choices:
-            raise ValueError(f"expected one of {', '.join(choices)}, got {value!r}")
-        return text
-    return parse
+    return address
 
 
 def _headers(value: object) -> dict[str, str]:
@@ -83,7 +44,7 @@ def _headers(value: object) -> dict[str, str]:
     if isinstance(value, Mapping):
         return {str(k): str(v) for k, v in value.items()}
     out: dict[str, str] = {}
-    for part in _text(value).split(","):
+    for part in text(value).split(","):
         key, sep, val = part.partition("=")
         if not sep or not key.strip():
             raise ValueError(f"expected key=value pairs separated by commas, got {value!r}")
@@ -91,97 +52,75 @@ def _headers(value: object) -> dict[str, str]:
     return out
 
 
-def _optional(parse: Parse) -> Parse:
-    def parse_optional(value: object) -> Any:
-        if value is None or (isinstance(value, str) and not value.strip()):
-            return None
-        return parse(value)
-    return parse_optional
-
-
-@dataclass(frozen=True)
-class Option:
-    name: str
-    env: str
-    default: Any
-    parse: Parse
-    help: str
-    metavar: str | None = None
-
-    @property
-    def flag(self) -> str:
-        return "--" + self.name.replace("_", "-")
-
-
 _MIB = 1 << 20
-OPTIONS: tuple[Option, ...] = (
-    Option("otlp_grpc", "RAGAS_GATEWAY_OTLP_GRPC", "127.0.0.1:4317", _address,
+OPTIONS: tuple[Setting, ...] = (
+    Setting("otlp_grpc", "RAGAS_GATEWAY_OTLP_GRPC", "127.0.0.1:4317", _address,
            "OTLP/gRPC listen address, or 'off'", "HOST:PORT"),
-    Option("otlp_http", "RAGAS_GATEWAY_OTLP_HTTP", "127.0.0.1:4318", _address,
+    Setting("otlp_http", "RAGAS_GATEWAY_OTLP_HTTP", "127.0.0.1:4318", _address,
            "OTLP/HTTP listen address (protobuf and JSON, plus GET /health), or 'off'",
            "HOST:PORT"),
-    Option("forward_endpoint", "RAGAS_GATEWAY_FORWARD_ENDPOINT", None, _optional(_text),
+    Setting("forward_endpoint", "RAGAS_GATEWAY_FORWARD_ENDPOINT", None, optional(text),
            "next OTLP hop: host:port or http(s)://host:port for gRPC, base URL for HTTP "
            "(required)", "URL"),
-    Option("forward_protocol", "RAGAS_GATEWAY_FORWARD_PROTOCOL", "grpc", _choice("grpc", "http"),
+    Setting("forward_protocol", "RAGAS_GATEWAY_FORWARD_PROTOCOL", "grpc", choice("grpc", "http"),
            "protocol of the next hop", "grpc|http"),
-    Option("forward_headers", "RAGAS_GATEWAY_FORWARD_HEADERS", None, _optional(_headers),
+    Setting("forward_headers", "RAGAS_GATEWAY_FORWARD_HEADERS", None, optional(_headers),
            "headers sent to the next hop, k=v,k2=v2", "K=V,..."),
-    Option("forward_gzip", "RAGAS_GATEWAY_FORWARD_GZIP", False, _bool,
+    Setting("forward_gzip", "RAGAS_GATEWAY_FORWARD_GZIP", False, boolean,
            "gzip what is sent to the next hop", "BOOL"),
-    Option("forward_ca_file", "RAGAS_GATEWAY_FORWARD_CA_FILE", None, _optional(_text),
+    Setting("forward_ca_file", "RAGAS_GATEWAY_FORWARD_CA_FILE", None, optional(text),
            "PEM file of CAs that sign the next hop's TLS certificate", "PATH"),
-    Option("forward_timeout_s", "RAGAS_GATEWAY_FORWARD_TIMEOUT_S", 10.0, _number(0.1),
+    Setting("forward_timeout_s", "RAGAS_GATEWAY_FORWARD_TIMEOUT_S", 10.0, number(0.1),
            "timeout of one export call to the next hop", "SECONDS"),
-    Option("queue_spans", "RAGAS_GATEWAY_QUEUE_SPANS", 20_000, _integer(10),
+    Setting("queue_spans", "RAGAS_GATEWAY_QUEUE_SPANS", 20_000, integer(10),
            "spans waiting for the next hop; receivers answer 'retry later' once 90%% full, "
            "past 100%% spans are dropped (counted)", "N"),
-    Option("retry_for_s", "RAGAS_GATEWAY_RETRY_FOR_S", 30.0, _number(0.0),
+    Setting("retry_for_s", "RAGAS_GATEWAY_RETRY_FOR_S", 30.0, number(0.0),
            "how long a batch is retried while the next hop fails before it is dropped",
            "SECONDS"),
-    Option("token_file", "RAGAS_GATEWAY_TOKEN_FILE", None, _optional(_text),
+    Setting("token_file", "RAGAS_GATEWAY_TOKEN_FILE", None, optional(text),
            "file holding the bearer token senders must present (both protocols); "
            "RAGAS_GATEWAY_TOKEN sets the token itself", "PATH"),
-    Option("tls_cert", "RAGAS_GATEWAY_TLS_CERT", None, _optional(_text),
+    Setting("tls_cert", "RAGAS_GATEWAY_TLS_CERT", None, optional(text),
            "PEM certificate: serve both receivers over TLS (with --tls-key)", "PATH"),
-    Option("tls_key", "RAGAS_GATEWAY_TLS_KEY", None, _optional(_text),
+    Setting("tls_key", "RAGAS_GATEWAY_TLS_KEY", None, optional(text),
            "PEM private key of --tls-cert", "PATH"),
-    Option("max_request_bytes", "RAGAS_GATEWAY_MAX_REQUEST_BYTES", 4 * _MIB, _integer(1024),
+    Setting("max_request_bytes", "RAGAS_GATEWAY_MAX_REQUEST_BYTES", 4 * _MIB, integer(1024),
            "largest request accepted, after decompression", "BYTES"),
-    Option("max_attributes", "RAGAS_GATEWAY_MAX_ATTRIBUTES", 1024, _integer(1),
+    Setting("max_attributes", "RAGAS_GATEWAY_MAX_ATTRIBUTES", 1024, integer(1),
            "a span with more attributes is rejected (OTLP partial success)", "N"),
-    Option("max_events", "RAGAS_GATEWAY_MAX_EVENTS", 1024, _integer(0),
+    Setting("max_events", "RAGAS_GATEWAY_MAX_EVENTS", 1024, integer(0),
            "a span with more events is rejected", "N"),
-    Option("max_links", "RAGAS_GATEWAY_MAX_LINKS", 1024, _integer(0),
+    Setting("max_links", "RAGAS_GATEWAY_MAX_LINKS", 1024, integer(0),
            "a span with more links is rejected", "N"),
-    Option("max_connections", "RAGAS_GATEWAY_MAX_CONNECTIONS", 64, _integer(1),
+    Setting("max_connections", "RAGAS_GATEWAY_MAX_CONNECTIONS", 64, integer(1),
            "concurrent HTTP connections and gRPC calls", "N"),
-    Option("quiet_s", "RAGAS_GATEWAY_QUIET_S", 2.0, _number(0.01),
+    Setting("quiet_s", "RAGAS_GATEWAY_QUIET_S", 2.0, number(0.01),
            "a RAG trace is scored once its root and a retrieval are in and nothing new "
            "arrived for this long", "SECONDS"),
-    Option("max_wait_s", "RAGAS_GATEWAY_MAX_WAIT_S", 10.0, _number(0.01),
+    Setting("max_wait_s", "RAGAS_GATEWAY_MAX_WAIT_S", 10.0, number(0.01),
            "longest a RAG root waits for the rest of its trace", "SECONDS"),
-    Option("max_trace_spans", "RAGAS_GATEWAY_MAX_TRACE_SPANS", 50_000, _integer(1),
+    Setting("max_trace_spans", "RAGAS_GATEWAY_MAX_TRACE_SPANS", 50_000, integer(1),
            "spans remembered for trace reassembly; past it the oldest trace is "
            "released early", "N"),
-    Option("judge", "RAGAS_TRACE_JUDGE", "local", _choice("local", "openai", "off"),
+    Setting("judge", "RAGAS_TRACE_JUDGE", "local", choice("local", "openai", "off"),
            "judge of the scorer; 'off' forwards without scoring", "local|openai|off"),
-    Option("sample_rate", "RAGAS_TRACE_SAMPLE_RATE", None, _optional(_number(0.0, 1.0)),
+    Setting("sample_rate", "RAGAS_TRACE_SAMPLE_RATE", None, optional(number(0.0, 1.0)),
            "fraction of RAG traces scored, by trace id (library default 1.0)", "R"),
-    Option("metrics_port", "RAGAS_TRACE_METRICS_PORT", None, _optional(_integer(0)),
+    Setting("metrics_port", "RAGAS_TRACE_METRICS_PORT", None, optional(integer(0)),
            "serve Prometheus metrics on this port", "PORT"),
-    Option("metrics_host", "RAGAS_GATEWAY_METRICS_HOST", "127.0.0.1", _text,
+    Setting("metrics_host", "RAGAS_GATEWAY_METRICS_HOST", "127.0.0.1", text,
            "address of the Prometheus endpoint", "HOST"),
-    Option("service_name", "OTEL_SERVICE_NAME", "ragas-trace-gateway", _text,
+    Setting("service_name", "OTEL_SERVICE_NAME", "ragas-trace-gateway", text,
            "service.name of the gateway's own spans and `service` label of its metrics",
            "NAME"),
-    Option("shutdown_timeout_s", "RAGAS_GATEWAY_SHUTDOWN_TIMEOUT_S", 10.0, _number(0.1),
+    Setting("shutdown_timeout_s", "RAGAS_GATEWAY_SHUTDOWN_TIMEOUT_S", 10.0, number(0.1),
            "on SIGTERM/SIGINT: time allowed to score what is held and forward everything",
            "SECONDS"),
-    Option("log_format", "RAGAS_GATEWAY_LOG_FORMAT", "json", _choice("json", "text"),
+    Setting("log_format", "RAGAS_GATEWAY_LOG_FORMAT", "json", choice("json", "text"),
            "log lines as JSON objects or plain text", "json|text"),
-    Option("log_level", "RAGAS_GATEWAY_LOG_LEVEL", "info",
-           _choice("debug", "info", "warning", "error"), "least severe level logged",
+    Setting("log_level", "RAGAS_GATEWAY_LOG_LEVEL", "info",
+           choice("debug", "info", "warning", "error"), "least severe level logged",
            "LEVEL"),
 )
 
@@ -231,8 +170,8 @@ class GatewaySettings:
         from_file = read_config_file(config_file) if config_file else {}
         values: dict[str, Any] = {}
         for option in OPTIONS:
-            values[option.name] = _resolve(option, flags.get(option.name), environ,
-                                           from_file.get(option.name))
+            values[option.name] = resolve(option, flags.get(option.name), environ,
+                                          from_file.get(option.name), label=option.flag)
         return cls(**values)
 
     def token(self, env: Mapping[str, str] | None = None) -> str | None:
@@ -261,29 +200,4 @@ def read_config_file(path: str) -> dict[str, Any]:
     return dict(table)
 
 
-def _resolve(option: Option, flag: object, environ: Mapping[str, str], from_file: object) -> Any:
-    if flag is not None:
-        try:
-            return option.parse(flag)
-        except ValueError as exc:
-            raise ValueError(f"{option.flag}: {exc}") from None
-    raw = environ.get(option.env)
-    if raw is not None and raw.strip():
-        try:
-            return option.parse(raw)
-        except ValueError as exc:
-            logger.warning("ignoring %s=%r (%s)", option.env, raw, exc)
-    if from_file is not None:
-        try:
-            return option.parse(from_file)
-        except ValueError as exc:
-            raise ValueError(f"config key {option.name!r}: {exc}") from None
-    return option.default
-
-
-def _check_table_matches_fields() -> None:
-    if [o.name for o in OPTIONS] != [f.name for f in fields(GatewaySettings)]:
-        raise RuntimeError("gateway OPTIONS and GatewaySettings fields differ")
-
-
-_check_table_matches_fields()
+check_fields(OPTIONS, GatewaySettings)

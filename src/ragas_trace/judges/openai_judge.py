@@ -85,7 +85,7 @@ class OpenAIJudge:
             cache = DEFAULT_SIZE
         elif cache is False or shared_cache is not None:
             cache = 0 if cache is False else None
-        cfg = settings.resolve({
+        cfg = settings.resolve_all({
             "model": model, "embedding_model": embedding_model, "base_url": base_url,
             "api_key": api_key, "timeout_s": timeout_s, "max_retries": max_retries,
             "cache": cache, "total_timeout_s": total_timeout_s, "n_questions": n_questions,

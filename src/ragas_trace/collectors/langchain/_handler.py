@@ -77,11 +77,12 @@ class RagasCallbackHandler(BaseCallbackHandler):
             raise ValueError(f"app_name must be a string, got {type(app_name).__name__}")
         self._tracer = trace.get_tracer(_SCOPE, tracer_provider=tracer_provider)
         self._app_name = app_name
-        self._run_ttl_s = _settings.RUN_TTL_S.resolve(run_ttl_s)
-        self._runs = RunMap(self._run_ttl_s, int(_settings.MAX_OPEN_RUNS.resolve(max_open_runs)))
+        self._run_ttl_s = _settings.setting(_settings.RUN_TTL_S, run_ttl_s)
+        self._runs = RunMap(self._run_ttl_s,
+                            _settings.setting(_settings.MAX_OPEN_RUNS, max_open_runs))
         limit = SpanLimits().max_span_attributes
         self._document_attributes = _values.DocumentAttributes(
-            int(_settings.MAX_DOCUMENTS.resolve(max_documents)),
+            _settings.setting(_settings.MAX_DOCUMENTS, max_documents),
             sys.maxsize if limit is None else max(limit - _RETRIEVER_BASE_ATTRIBUTES, 0))
         self._emitter = Emitter(self._tracer, self._runs, self._run_ttl_s)
         # Start attributes that depend only on the chain's or model's name, built once.

@@ -88,10 +88,10 @@ def instrument(
         app_name,
         tags,
         engine_set,
-        max_documents=int(_settings.MAX_DOCUMENTS.resolve(max_documents)),
+        max_documents=_settings.setting(_settings.MAX_DOCUMENTS, max_documents),
         document_budget=None if limit is None else max(limit - _RETRIEVER_BASE_ATTRIBUTES, 0),
-        run_ttl_s=_settings.RUN_TTL_S.resolve(run_ttl_s),
-        max_open_runs=int(_settings.MAX_OPEN_RUNS.resolve(max_open_runs)),
+        run_ttl_s=_settings.setting(_settings.RUN_TTL_S, run_ttl_s),
+        max_open_runs=_settings.setting(_settings.MAX_OPEN_RUNS, max_open_runs),
     )
     scope = (
         frozenset((key, repr(value)) for key, value in (tags or {}).items()),
