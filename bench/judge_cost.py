@@ -2,7 +2,7 @@
 tokens of our OpenAI judge, against Ragas 0.4.3's Faithfulness + AnswerRelevancy +
 ContextRelevance on the same records in the same run.
 
-Data: the 50 WikiEval contexts in ``/work/shared/data/wikieval-50.json``
+Data: the 50 WikiEval contexts in ``../shared/data/wikieval-50.json`` (beside the checkout)
 (question, reference answer as the answer, Wikipedia context). Both judges talk to
 one loopback OpenAI server that answers one statement per answer sentence; tokens
 are counted by the server with one counter for both sides
@@ -42,7 +42,8 @@ from ragas_trace.testing.openai_server import (
     RecordedRequest,
 )
 
-DATA = Path("/work/shared/data/wikieval-50.json")
+# shared/ sits beside the checkout
+DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "wikieval-50.json"
 ROOT = Path(__file__).resolve().parent.parent
 ISSUE_RAGAS_FIGURE = {"chat_calls": 5, "embedding_calls": 2, "rounds": 3, "prompt_tokens": 4800}
 TARGET_RATIO = 0.65

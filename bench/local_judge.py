@@ -25,7 +25,8 @@ from ragas_trace.judges.local import Embedder, LocalJudge
 from ragas_trace.judges.local.evidence import build_evidence
 from ragas_trace.metrics.sentences import split_sentences
 
-DATA = Path("/work/shared/data/wikieval-50.json")
+# shared/ sits beside the checkout
+DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "wikieval-50.json"
 
 
 def variants(rows: list[dict[str, Any]]) -> dict[str, Callable[[], None]]:

@@ -19,7 +19,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-DATA = Path("/work/shared/data/wikieval-50.json")
+# shared/ sits beside the checkout
+DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "wikieval-50.json"
 
 
 def _rss_mb() -> float:
