@@ -46,6 +46,7 @@ _BUSY_LIMIT_BODY = b"HTTP/1.1 503 Service Unavailable\r\nRetry-After: 1\r\n" \
 
 class OtlpHttpServer(ThreadingHTTPServer):
     daemon_threads = True
+    request_queue_size = 256  # the stdlib's 5 refuses bursts of senders
     block_on_close = False
 
     def __init__(self, address: tuple[str, int], handle: Handle, *, stats: GatewayStats,

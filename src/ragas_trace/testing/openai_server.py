@@ -24,11 +24,12 @@ from collections import Counter, deque
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
 
 from ragas_trace.judges.prompts import Task
 from ragas_trace.testing import fake_judge
+from ragas_trace.testing._http import LoopbackHTTPServer
 from ragas_trace.testing.fake_judge import TaskInput
 from ragas_trace.testing.tokens import count_message_tokens, count_tokens
 
@@ -106,7 +107,7 @@ class FakeOpenAIServer:
         self._stats = ServerStats()
         self._recorded: deque[RecordedRequest] = deque(maxlen=record_limit)
         self._stopping = threading.Event()
-        self._httpd: ThreadingHTTPServer | None = None
+        self._httpd: LoopbackHTTPServer | None = None
         self._thread: threading.Thread | None = None
         self._address: tuple[str, int] | None = None
 
@@ -115,8 +116,7 @@ class FakeOpenAIServer:
         if self._httpd is not None:
             return self
         self._stopping.clear()
-        httpd = ThreadingHTTPServer(("127.0.0.1", self._port), _make_handler(self))
-        httpd.daemon_threads = True
+        httpd = LoopbackHTTPServer(("127.0.0.1", self._port), _make_handler(self))
         self._httpd = httpd
         self._address = (str(httpd.server_address[0]), int(httpd.server_address[1]))
         self._port = self._address[1]  # a restart keeps the same URL

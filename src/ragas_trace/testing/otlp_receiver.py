@@ -11,7 +11,7 @@ import time
 from collections.abc import Callable
 from concurrent import futures
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
 
 from google.protobuf import json_format
@@ -24,6 +24,8 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
 )
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue
 from opentelemetry.proto.trace.v1.trace_pb2 import Span as PbSpan
+
+from ragas_trace.testing._http import LoopbackHTTPServer
 
 
 def any_value(value: AnyValue) -> Any:
@@ -147,7 +149,7 @@ class OtlpHttpReceiver(_Store):
             def log_message(self, format: str, *args: Any) -> None:
                 return
 
-        self._server = ThreadingHTTPServer((host, port), Handler)
+        self._server = LoopbackHTTPServer((host, port), Handler)
         self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
 
     @property
