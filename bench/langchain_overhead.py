@@ -40,8 +40,7 @@ import statistics
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Sequence
-from pathlib import Path
+from collections.abc import Callable
 from typing import Any
 
 from langchain_core.callbacks import BaseCallbackHandler, CallbackManagerForRetrieverRun
@@ -53,31 +52,22 @@ from langchain_core.outputs import ChatGeneration, ChatResult
 from langchain_core.prompts import ChatPromptTemplate
 from langchain_core.retrievers import BaseRetriever
 from langchain_core.runnables import Runnable, RunnablePassthrough
-from opentelemetry import trace
-from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
-from opentelemetry.sdk.trace.export import (
-    SimpleSpanProcessor,
-    SpanExporter,
-    SpanExportResult,
-)
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
+from overhead_common import (
+    DiscardExporter,
+    added_costs,
+    discarding_provider,
+    importable,
+    rss_mib,
+    span_replay,
+)
 from ragas_trace.collectors.langchain import RagasCallbackHandler
 
 QUESTION = "What is the capital of France?"
 Invoke = Callable[[], object]
-
-
-_exported = 0
-
-
-class DiscardExporter(SpanExporter):
-    """Drops spans, counting them so the report can show each configuration's spans."""
-
-    def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
-        global _exported
-        _exported += len(spans)
-        return SpanExportResult.SUCCESS
 
 
 class KnowledgeBase(BaseRetriever):
@@ -105,12 +95,6 @@ def build_chain() -> Runnable[Any, str]:
     docs = KnowledgeBase() | (lambda ds: "\n".join(d.page_content for d in ds))
     return {"context": docs, "question": RunnablePassthrough()} | prompt | FakeChat() \
         | StrOutputParser()
-
-
-def discarding_provider() -> TracerProvider:
-    provider = TracerProvider()
-    provider.add_span_processor(SimpleSpanProcessor(DiscardExporter()))
-    return provider
 
 
 # Configurations: each sets itself up in its worker process and returns the call to time.
@@ -155,20 +139,7 @@ def _span_replay(chain: Runnable[Any, str]) -> Invoke:
     capture = TracerProvider()
     capture.add_span_processor(SimpleSpanProcessor(memory))
     chain.invoke(QUESTION, config={"callbacks": [RagasCallbackHandler(capture)]})
-    finished = memory.get_finished_spans()
-    root = next(s for s in finished if s.parent is None)
-    children = [(s.name, dict(s.attributes or {})) for s in finished if s.parent is not None]
-    root_name, root_attrs = root.name, dict(root.attributes or {})
-    tracer = discarding_provider().get_tracer("bench")
-
-    def replay() -> None:
-        span = tracer.start_span(root_name, attributes=root_attrs)
-        ctx = trace.set_span_in_context(span)
-        for name, attrs in children:
-            tracer.start_span(name, ctx, attributes=attrs).end()
-        span.end()
-
-    return replay
+    return span_replay(memory.get_finished_spans())
 
 
 class _LowerBoundHandler(BaseCallbackHandler):
@@ -228,7 +199,6 @@ LABELS = {
 def run_worker(names: list[str]) -> int:
     """Serve timed blocks for some configurations: read "NAME N", answer
     "wall_us cpu_us spans"."""
-    global _exported
     chain = build_chain()
     invokes = {name: CONFIGS["spans" if name == "spans_app" else name](chain)
                for name in names}
@@ -242,7 +212,7 @@ def run_worker(names: list[str]) -> int:
         for _ in range(max(n // 10, 5)):  # re-warm caches the other blocks cooled
             invoke()
         gc.collect()
-        _exported = 0
+        DiscardExporter.exported = 0
         if name == "spans_app":
             wall, cpu = _time_between_invokes(chain, invoke, n)
         else:
@@ -250,7 +220,7 @@ def run_worker(names: list[str]) -> int:
             for _ in range(n):
                 invoke()
             cpu, wall = time.process_time_ns() - cpu, time.perf_counter_ns() - wall
-        print(f"{wall / n / 1000} {cpu / n / 1000} {_exported / n}", flush=True)
+        print(f"{wall / n / 1000} {cpu / n / 1000} {DiscardExporter.exported / n}", flush=True)
     return 0
 
 
@@ -299,15 +269,8 @@ class Worker:
 
 
 def available(name: str) -> bool:
-    module = {"c": "openinference.instrumentation.langchain",
-              "d": "opentelemetry.instrumentation.langchain"}.get(name)
-    if module is None:
-        return True
-    try:
-        __import__(module)
-    except ImportError:
-        return False
-    return True
+    return importable({"c": "openinference.instrumentation.langchain",
+              "d": "opentelemetry.instrumentation.langchain"}.get(name))
 
 
 def measure(names: list[str], rounds: int, invokes: int
@@ -337,13 +300,6 @@ def measure(names: list[str], rounds: int, invokes: int
     return wall, cpu, spans
 
 
-def rss_mib() -> float:
-    for line in Path("/proc/self/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
-            return int(line.split()[1]) / 1024
-    return float("nan")
-
-
 def memory_check(invokes: int) -> int:
     chain = build_chain()
     handler = RagasCallbackHandler(discarding_provider())
@@ -359,16 +315,9 @@ def memory_check(invokes: int) -> int:
     return 0
 
 
-def added_costs(samples: dict[str, list[float]]) -> dict[str, float]:
-    """Median over rounds of (configuration - base) in the same round."""
-    base = samples["base"]
-    return {n: statistics.median(s - b for s, b in zip(samples[n], base, strict=True))
-            for n in samples if n not in ("base", "spans", "spans_app")}
-
-
 def report(title: str, samples: dict[str, list[float]], spans_per_invoke: dict[str, float]
            ) -> None:
-    added = added_costs(samples)
+    added = added_costs(samples, ("spans", "spans_app"))
     bare = statistics.median(samples["spans"])
     bare_app = statistics.median(samples["spans_app"])
     floor = added["a"] + bare

@@ -43,8 +43,7 @@ import statistics
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Sequence
-from pathlib import Path
+from collections.abc import Callable
 from typing import Any
 
 from llama_index.core import VectorStoreIndex
@@ -58,26 +57,22 @@ from llama_index.core.llms import MockLLM
 from llama_index.core.schema import TextNode
 from llama_index_instrumentation import get_dispatcher
 from opentelemetry import trace
-from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
-from opentelemetry.sdk.trace.export import SimpleSpanProcessor, SpanExporter, SpanExportResult
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
+from overhead_common import (
+    DiscardExporter,
+    added_costs,
+    discarding_provider,
+    importable,
+    rss_mib,
+    span_replay,
+)
 from ragas_trace.collectors import llamaindex
 
 QUESTION = "What is the capital of France?"
 Query = Callable[[], object]
-
-_exported = 0
-
-
-class DiscardExporter(SpanExporter):
-    """Drops spans, counting them so the report can show each configuration's spans."""
-
-    def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
-        global _exported
-        _exported += len(spans)
-        return SpanExportResult.SUCCESS
-
 
 def build_engine(streaming: bool = False) -> BaseQueryEngine:
     nodes = [TextNode(text=f"Passage {i}: Paris is the capital of France.", id_=f"kb-{i}",
@@ -85,12 +80,6 @@ def build_engine(streaming: bool = False) -> BaseQueryEngine:
     index = VectorStoreIndex(nodes=nodes, embed_model=MockEmbedding(embed_dim=8))
     return index.as_query_engine(llm=MockLLM(max_tokens=8), similarity_top_k=2,
                                  streaming=streaming)
-
-
-def discarding_provider() -> TracerProvider:
-    provider = TracerProvider()
-    provider.add_span_processor(SimpleSpanProcessor(DiscardExporter()))
-    return provider
 
 
 class NoopSpanHandler(BaseSpanHandler[BaseSpan]):
@@ -169,20 +158,7 @@ def bare_spans(engine: BaseQueryEngine) -> Query:
     installation = llamaindex.instrument(capture)
     engine.query(QUESTION)
     installation.uninstrument()
-    finished = memory.get_finished_spans()
-    root = next(s for s in finished if s.parent is None)
-    children = [(s.name, dict(s.attributes or {})) for s in finished if s.parent is not None]
-    root_name, root_attrs = root.name, dict(root.attributes or {})
-    tracer = discarding_provider().get_tracer("bench")
-
-    def replay() -> None:
-        span = tracer.start_span(root_name, attributes=root_attrs)
-        ctx = trace.set_span_in_context(span)
-        for name, attrs in children:
-            tracer.start_span(name, ctx, attributes=attrs).end()
-        span.end()
-
-    return replay
+    return span_replay(memory.get_finished_spans())
 
 
 class SameSpansInPlace(NoopSpanHandler):
@@ -241,22 +217,14 @@ LABELS = {
 
 
 def available(name: str) -> bool:
-    module = {"c": "openinference.instrumentation.llama_index",
-              "d": "opentelemetry.instrumentation.llamaindex"}.get(name)
-    if module is None:
-        return True
-    try:
-        __import__(module)
-    except ImportError:
-        return False
-    return True
+    return importable({"c": "openinference.instrumentation.llama_index",
+              "d": "opentelemetry.instrumentation.llamaindex"}.get(name))
 
 
 def measure(names: list[str], rounds: int, queries: int
             ) -> tuple[dict[str, list[float]], dict[str, list[float]], dict[str, float]]:
     """Per-round block means (µs, wall and process CPU); every round runs every
     configuration once, in shuffled order."""
-    global _exported
     engine = build_engine()
     dispatcher = get_dispatcher()
     lists: dict[str, Handlers] = {
@@ -280,26 +248,19 @@ def measure(names: list[str], rounds: int, queries: int
         for name in order:
             dispatcher.span_handlers, dispatcher.event_handlers = (list(x) for x in lists[name])
             call = calls[name]
-            _exported = 0
+            DiscardExporter.exported = 0
             w, c = time.perf_counter_ns(), time.process_time_ns()
             for _ in range(queries):
                 call()
             c, w = time.process_time_ns() - c, time.perf_counter_ns() - w
             wall[name].append(w / queries / 1000)
             cpu[name].append(c / queries / 1000)
-            spans[name] = _exported / queries
+            spans[name] = DiscardExporter.exported / queries
         if (r + 1) % max(rounds // 10, 1) == 0:
             print(f"  round {r + 1}/{rounds} (CPU µs): " + "  ".join(
                 f"{n}={cpu[n][-1]:.0f}" for n in sorted(order)), file=sys.stderr, flush=True)
     dispatcher.span_handlers, dispatcher.event_handlers = lists["base"]
     return wall, cpu, spans
-
-
-def rss_mib() -> float:
-    for line in Path("/proc/self/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
-            return int(line.split()[1]) / 1024
-    return float("nan")
 
 
 def memory_check(queries: int) -> int:
@@ -326,16 +287,9 @@ def memory_check(queries: int) -> int:
     return 0
 
 
-def added_costs(samples: dict[str, list[float]]) -> dict[str, float]:
-    """Median over rounds of (configuration - base) in the same round."""
-    base = samples["base"]
-    return {n: statistics.median(s - b for s, b in zip(samples[n], base, strict=True))
-            for n in samples if n not in ("base", "spans")}
-
-
 def report(title: str, samples: dict[str, list[float]], spans_per_query: dict[str, float]
            ) -> None:
-    added = added_costs(samples)
+    added = added_costs(samples, ("spans",))
     bare = statistics.median(samples["spans"])
     floor = added["a"] + bare
     print(f"\n== {title} ==")

@@ -1,0 +1,73 @@
+"""What the two collector-overhead benchmarks share: the discarding exporter every
+configuration exports to, the replay of a request's spans straight on the SDK (the
+floor), and the arithmetic of the report."""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Callable, Collection, Sequence
+from pathlib import Path
+
+from opentelemetry import trace
+from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor, SpanExporter, SpanExportResult
+
+
+class DiscardExporter(SpanExporter):
+    """Drops spans, counting them (``DiscardExporter.exported``, for all instances) so
+    the report can show each configuration's spans."""
+
+    exported = 0
+
+    def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
+        DiscardExporter.exported += len(spans)
+        return SpanExportResult.SUCCESS
+
+
+def discarding_provider() -> TracerProvider:
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(DiscardExporter()))
+    return provider
+
+
+def span_replay(finished: Sequence[ReadableSpan]) -> Callable[[], None]:
+    """A call making the spans of one captured request again, with the same names and
+    attributes, straight on the SDK (root first, children under it)."""
+    root = next(s for s in finished if s.parent is None)
+    children = [(s.name, dict(s.attributes or {})) for s in finished if s.parent is not None]
+    root_name, root_attrs = root.name, dict(root.attributes or {})
+    tracer = discarding_provider().get_tracer("bench")
+
+    def replay() -> None:
+        span = tracer.start_span(root_name, attributes=root_attrs)
+        ctx = trace.set_span_in_context(span)
+        for name, attrs in children:
+            tracer.start_span(name, ctx, attributes=attrs).end()
+        span.end()
+
+    return replay
+
+
+def importable(module: str | None) -> bool:
+    if module is None:
+        return True
+    try:
+        __import__(module)
+    except ImportError:
+        return False
+    return True
+
+
+def rss_mib() -> float:
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+def added_costs(samples: dict[str, list[float]], not_configs: Collection[str]
+                ) -> dict[str, float]:
+    """Median over rounds of (configuration - base) in the same round."""
+    base = samples["base"]
+    return {n: statistics.median(s - b for s, b in zip(samples[n], base, strict=True))
+            for n in samples if n != "base" and n not in not_configs}
