@@ -17,7 +17,7 @@ import atexit
 import logging
 import time
 import weakref
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from opentelemetry import trace as trace_api
 from opentelemetry.metrics import MeterProvider, NoOpMeterProvider
@@ -32,6 +32,10 @@ from ragas_trace.exporters.content_policy import Redactor
 from ragas_trace.judges.base import Judge
 from ragas_trace.pipeline import ScoringPipeline, build_pipeline
 from ragas_trace.scorer.sampler import AlwaysRule
+
+if TYPE_CHECKING:
+    from ragas_trace.collectors.langchain import RagasCallbackHandler
+    from ragas_trace.exporters.processor import ScoringSpanProcessor
 
 logger = logging.getLogger("ragas_trace")
 
@@ -52,7 +56,7 @@ class RagasTrace:
         self._shut_down = False
 
     @property
-    def processor(self) -> Any:
+    def processor(self) -> ScoringSpanProcessor:
         return self.pipeline.processor
 
     @property
@@ -64,7 +68,7 @@ class RagasTrace:
         """The Prometheus endpoint's port (useful with ``metrics_port=0``)."""
         return self._prometheus.port if self._prometheus is not None else None
 
-    def langchain_handler(self, **kwargs: Any) -> Any:
+    def langchain_handler(self, **kwargs: Any) -> RagasCallbackHandler:
         """A ``RagasCallbackHandler`` bound to this provider (needs the langchain extra)."""
         from ragas_trace.collectors.langchain import RagasCallbackHandler
 
