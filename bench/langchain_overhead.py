@@ -61,6 +61,8 @@ from overhead_common import (
     added_costs,
     discarding_provider,
     importable,
+    print_floor_ratio,
+    print_peer_ratios,
     rss_mib,
     span_replay,
 )
@@ -332,20 +334,12 @@ def report(title: str, samples: dict[str, list[float]], spans_per_invoke: dict[s
     print(f"floor F = (a) + bare spans = {floor:.0f} µs; "
           f"F_app = (a) + bare spans after an invoke = {floor_app:.0f} µs")
     ours = added["b"]
-    print(f"(b) / F = {ours / floor:.2f}  (target <= 1.30): "
-          f"{'met' if ours <= 1.3 * floor else 'NOT met'}")
-    print(f"(b) / F_app = {ours / floor_app:.2f}  (target <= 1.30): "
-          f"{'met' if ours <= 1.3 * floor_app else 'NOT met'}")
+    print_floor_ratio("F", ours, floor)
+    print_floor_ratio("F_app", ours, floor_app)
     if "lb" in added:
         print(f"(lb) / F = {added['lb'] / floor:.2f}: what any handler making these spans "
               f"pays at least; (b) / (lb) = {ours / added['lb']:.2f}")
-    peers = {n: added[n] for n in ("c", "d") if n in added}
-    if peers:
-        cheaper = min(peers.values())
-        print(f"(b) / min(c, d) = {ours / cheaper:.3f}  (target <= 0.200): "
-              f"{'met' if ours <= cheaper / 5 else 'NOT met'}")
-        for name, cost in peers.items():
-            print(f"({name}) / (b) = {cost / ours:.1f}x")
+    print_peer_ratios(ours, added)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -71,3 +71,20 @@ def added_costs(samples: dict[str, list[float]], not_configs: Collection[str]
     base = samples["base"]
     return {n: statistics.median(s - b for s, b in zip(samples[n], base, strict=True))
             for n in samples if n != "base" and n not in not_configs}
+
+
+def print_floor_ratio(name: str, ours: float, floor: float) -> None:
+    print(f"(b) / {name} = {ours / floor:.2f}  (target <= 1.30): "
+          f"{'met' if ours <= 1.3 * floor else 'NOT met'}")
+
+
+def print_peer_ratios(ours: float, added: dict[str, float]) -> None:
+    """(b) against the cheaper of the peers (c) and (d) that could be measured."""
+    peers = {n: added[n] for n in ("c", "d") if n in added}
+    if not peers:
+        return
+    cheaper = min(peers.values())
+    print(f"(b) / min(c, d) = {ours / cheaper:.3f}  (target <= 0.200): "
+          f"{'met' if ours <= cheaper / 5 else 'NOT met'}")
+    for name, cost in peers.items():
+        print(f"({name}) / (b) = {cost / ours:.1f}x")
