@@ -29,7 +29,7 @@ from opentelemetry.trace import StatusCode
 
 from ragas_trace import semconv as sc
 from ragas_trace._internal_errors import internal_error_counts, reset_internal_error_counts
-from ragas_trace.collectors import llamaindex
+from ragas_trace.collectors import _attributes, llamaindex
 from ragas_trace.collectors.llamaindex import _values
 from ragas_trace.extract import extract_record
 from ragas_trace.testing import InMemoryTracing
@@ -106,7 +106,7 @@ def test_our_failure_is_logged_once_counted_and_never_reaches_the_app(
         raise TypeError("collector bug")
 
     monkeypatch.setenv("RAGAS_TRACE_RAISE_INTERNAL_ERRORS", "0")
-    monkeypatch.setattr(_values.DocumentAttributes, "add", broken)
+    monkeypatch.setattr(_attributes.DocumentAttributes, "add", broken)
     llamaindex.instrument(tracing.provider)
     engine = index().as_query_engine(llm=ScriptedLLM())
 

@@ -5,12 +5,13 @@ is cheap: no JSON work unless there is metadata to encode."""
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
 from opentelemetry.util.types import AttributeValue
 
 from ragas_trace import semconv as sc
+from ragas_trace._internal_errors import record_internal_error
 
 Attribute = tuple[str, AttributeValue]
 
@@ -18,6 +19,57 @@ Attribute = tuple[str, AttributeValue]
 # dropped. Documents are therefore capped, and the true count recorded.
 DEFAULT_MAX_DOCUMENTS = 100
 RETRIEVAL_DOCUMENTS_TOTAL = "ragas.retrieval.documents_total"
+
+
+DocumentKeys = tuple[str, str, str, str]
+# Writes one passage's content / id / score / metadata under the given keys.
+DocumentWriter = Callable[[dict[str, Any], DocumentKeys, Any], None]
+
+
+class DocumentAttributes:
+    """Passage attributes of a retriever span, written into its attribute dict with
+    keys built once per index (this runs for every passage of every request). The
+    framework's ``write`` reads one passage; one that fails loses only its own
+    attributes, counted under ``where``."""
+
+    def __init__(self, write: DocumentWriter, where: str, max_documents: int,
+                 budget: int | None) -> None:
+        self._write = write
+        self._where = where
+        self._keys: list[DocumentKeys] = [
+            (sc.document_key(i, sc.DOCUMENT_CONTENT), sc.document_key(i, sc.DOCUMENT_ID),
+             sc.document_key(i, sc.DOCUMENT_SCORE), sc.document_key(i, sc.DOCUMENT_METADATA))
+            for i in range(max_documents)]
+        self._budget = budget
+
+    def add(self, attrs: dict[str, Any], documents: Any) -> None:
+        docs: Sequence[Any]
+        if type(documents) is list or isinstance(documents, Sequence):
+            docs = documents
+        else:
+            try:
+                docs = list(documents or ())
+            except TypeError:
+                docs = ()
+        attrs[RETRIEVAL_DOCUMENTS_TOTAL] = len(docs)
+        left = self._budget
+        for keys, doc in zip(self._keys, docs, strict=False):
+            if left is not None:
+                # Past the span attribute limit the SDK drops the OLDEST attributes
+                # (the span kind first), so stop before reaching it.
+                left -= 4
+                if left < 0:
+                    break
+            try:
+                self._write(attrs, keys, doc)
+            except Exception as exc:
+                record_internal_error(self._where, exc)
+                attrs[keys[0]] = ""
+
+    def __call__(self, documents: Any) -> dict[str, Any]:
+        attrs: dict[str, Any] = {}
+        self.add(attrs, documents)
+        return attrs
 
 
 def as_text(value: Any) -> str | None:

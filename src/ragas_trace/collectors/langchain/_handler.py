@@ -9,7 +9,6 @@ building its attributes fails."""
 
 from __future__ import annotations
 
-import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
@@ -81,9 +80,10 @@ class RagasCallbackHandler(BaseCallbackHandler):
         self._runs = RunMap(self._run_ttl_s,
                             _settings.setting(_settings.MAX_OPEN_RUNS, max_open_runs))
         limit = SpanLimits().max_span_attributes
-        self._document_attributes = _values.DocumentAttributes(
+        self._document_attributes = attributes.DocumentAttributes(
+            _values.write_document, "langchain.document",
             _settings.setting(_settings.MAX_DOCUMENTS, max_documents),
-            sys.maxsize if limit is None else max(limit - _RETRIEVER_BASE_ATTRIBUTES, 0))
+            None if limit is None else max(limit - _RETRIEVER_BASE_ATTRIBUTES, 0))
         self._emitter = Emitter(self._tracer, self._runs, self._run_ttl_s)
         # Start attributes that depend only on the chain's or model's name, built once.
         self._root_attrs: dict[str, dict[str, Any]] = {}

@@ -9,15 +9,7 @@ from typing import Any
 
 from langchain_core.documents import Document
 
-from ragas_trace._internal_errors import record_internal_error
-from ragas_trace.collectors._attributes import RETRIEVAL_DOCUMENTS_TOTAL, as_text, metadata_json
-from ragas_trace.semconv import (
-    DOCUMENT_CONTENT,
-    DOCUMENT_ID,
-    DOCUMENT_METADATA,
-    DOCUMENT_SCORE,
-    document_key,
-)
+from ragas_trace.collectors._attributes import DocumentKeys, as_text, metadata_json
 
 QUESTION_KEYS = ("question", "input", "query", "query_str", "message", "prompt")
 ANSWER_KEYS = ("answer", "output", "result", "response", "text", "content")
@@ -82,37 +74,7 @@ def _message_text(content: Any) -> str | None:
     return as_text(content)
 
 
-class DocumentAttributes:
-    """Passage attributes of a retriever span, keys built once per index (this runs
-    for every passage of every request)."""
-
-    def __init__(self, max_documents: int, budget: int) -> None:
-        self._keys = [(document_key(i, DOCUMENT_CONTENT), document_key(i, DOCUMENT_ID),
-                       document_key(i, DOCUMENT_SCORE), document_key(i, DOCUMENT_METADATA))
-                      for i in range(max_documents)]
-        self._budget = budget
-
-    def __call__(self, documents: Any) -> dict[str, Any]:
-        docs = (documents if type(documents) is list or isinstance(documents, Sequence)
-                else list(documents or ()))
-        attrs: dict[str, Any] = {RETRIEVAL_DOCUMENTS_TOTAL: len(docs)}
-        left = self._budget
-        for keys, doc in zip(self._keys, docs, strict=False):
-            # Past the span attribute limit the SDK drops the OLDEST attributes (the
-            # span kind first), so stop before reaching it.
-            left -= 4
-            if left < 0:
-                break
-            try:
-                _add_document(attrs, keys, doc)
-            except Exception as exc:
-                # One bad passage loses only its own attributes.
-                record_internal_error("langchain.document", exc)
-                attrs[keys[0]] = ""
-        return attrs
-
-
-def _add_document(attrs: dict[str, Any], keys: tuple[str, str, str, str], doc: Any) -> None:
+def write_document(attrs: dict[str, Any], keys: DocumentKeys, doc: Any) -> None:
     """A ``Document``, a str or bytes, or a mapping with ``page_content``/``content``."""
     if type(doc) is Document or isinstance(doc, Document):
         content: Any = doc.page_content

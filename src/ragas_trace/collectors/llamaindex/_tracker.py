@@ -84,7 +84,8 @@ class Tracker:
         self._app_name = app_name
         self._tags = tuple(tags.items()) if tags else ()
         self._engines = engines
-        self._documents = values.DocumentAttributes(max_documents, document_budget)
+        self._documents = attributes.DocumentAttributes(
+            values.write_document, "llamaindex.document", max_documents, document_budget)
         # Attributes that only depend on the span's name / the LLM's class and model.
         self._chain_attrs: dict[str, dict[str, Any]] = {}
         self._llm_attrs: dict[tuple[str | None, str | None], dict[str, Any]] = {}

@@ -10,18 +10,10 @@ from typing import Any
 
 from llama_index.core.schema import MetadataMode, TextNode
 
-from ragas_trace._internal_errors import record_internal_error
 from ragas_trace.collectors._attributes import (
-    RETRIEVAL_DOCUMENTS_TOTAL,
+    DocumentKeys,
     as_text,
     metadata_json,
-)
-from ragas_trace.semconv import (
-    DOCUMENT_CONTENT,
-    DOCUMENT_ID,
-    DOCUMENT_METADATA,
-    DOCUMENT_SCORE,
-    document_key,
 )
 
 _QUESTION_ARGS = ("str_or_query_bundle", "message", "query", "query_str")
@@ -60,38 +52,9 @@ def answer_of(result: Any) -> str | None:
     return as_text(result)
 
 
-class DocumentAttributes:
-    """Passage attributes of a retriever span, written straight into its attribute
-    dict, keys built once per index (this runs for every passage of every request)."""
-
-    def __init__(self, max_documents: int, budget: int | None) -> None:
-        self._keys = [(document_key(i, DOCUMENT_CONTENT), document_key(i, DOCUMENT_ID),
-                       document_key(i, DOCUMENT_SCORE), document_key(i, DOCUMENT_METADATA))
-                      for i in range(max_documents)]
-        self._budget = budget
-
-    def add(self, attrs: dict[str, Any], nodes: Any) -> None:
-        """Add the passages of a retrieval result (``list[NodeWithScore]``)."""
-        docs: Sequence[Any] = nodes if type(nodes) is list or isinstance(nodes, Sequence) else ()
-        attrs[RETRIEVAL_DOCUMENTS_TOTAL] = len(docs)
-        left = self._budget
-        for keys, item in zip(self._keys, docs, strict=False):
-            if left is not None:
-                # Past the span attribute limit the SDK drops the OLDEST attributes
-                # (the span kind first), so stop before reaching it.
-                left -= 4
-                if left < 0:
-                    break
-            try:
-                _add_document(attrs, keys, item)
-            except Exception as exc:
-                # One bad passage loses only its own attributes.
-                record_internal_error("llamaindex.document", exc)
-                attrs[keys[0]] = ""
-
-
-def _add_document(attrs: dict[str, Any], keys: tuple[str, str, str, str], item: Any) -> None:
-    node = getattr(item, "node", item)  # NodeWithScore, or a bare node
+def write_document(attrs: dict[str, Any], keys: DocumentKeys, item: Any) -> None:
+    """A retrieved ``NodeWithScore`` (or a bare node)."""
+    node = getattr(item, "node", item)
     if type(node) is TextNode:
         # What get_content(MetadataMode.NONE) returns, without building the metadata
         # string it then ignores.
