@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -22,15 +21,6 @@ ROW = {
     "ungrounded_answer": "Napoleon opened it in 1850 using gold.",
     "poor_answer": "I don't know.",
 }
-
-
-@pytest.fixture
-def server(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeOpenAIServer]:
-    with FakeOpenAIServer() as s:
-        monkeypatch.setenv("OPENAI_BASE_URL", s.base_url)
-        monkeypatch.setenv("OPENAI_API_KEY", "test")
-        monkeypatch.setenv("RAGAS_TRACE_JUDGE_MAX_RETRIES", "0")
-        yield s
 
 
 def _dataset(tmp_path: Path, rows: list[dict[str, str]]) -> Path:

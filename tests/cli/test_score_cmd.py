@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -12,15 +11,6 @@ from ragas_trace.cli.main import main
 from ragas_trace.judges.prompts import Task
 from ragas_trace.record import Context, RagRecord
 from ragas_trace.testing.openai_server import FakeOpenAIServer, Fault
-
-
-@pytest.fixture
-def server(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeOpenAIServer]:
-    with FakeOpenAIServer() as s:
-        monkeypatch.setenv("OPENAI_BASE_URL", s.base_url)
-        monkeypatch.setenv("OPENAI_API_KEY", "test")
-        monkeypatch.setenv("RAGAS_TRACE_JUDGE_MAX_RETRIES", "0")
-        yield s
 
 
 def _records(tmp_path: Path, n: int) -> Path:

@@ -1,0 +1,15 @@
+from collections.abc import Iterator
+
+import pytest
+
+from ragas_trace.testing.openai_server import FakeOpenAIServer
+
+
+@pytest.fixture
+def server(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeOpenAIServer]:
+    """The loopback OpenAI server, configured through the environment as a user would."""
+    with FakeOpenAIServer() as s:
+        monkeypatch.setenv("OPENAI_BASE_URL", s.base_url)
+        monkeypatch.setenv("OPENAI_API_KEY", "test")
+        monkeypatch.setenv("RAGAS_TRACE_JUDGE_MAX_RETRIES", "0")
+        yield s
