@@ -44,6 +44,21 @@ def test_partial_success_and_malformed_spans(downstream: OtlpGrpcReceiver) -> No
     assert "trace_id" in response.partial_success.error_message
 
 
+def test_malformed_protobuf_is_invalid_argument(downstream: OtlpGrpcReceiver) -> None:
+    with Gateway(settings(forward_endpoint=downstream.endpoint)) as gw:
+        assert gw.grpc is not None
+        channel = grpc.insecure_channel(gw.grpc.endpoint)
+        export = channel.unary_unary(
+            "/opentelemetry.proto.collector.trace.v1.TraceService/Export")
+        with pytest.raises(grpc.RpcError) as err:
+            export(b"\x0a\xff\xff\xff\xff\x0fjunk", timeout=5)
+        assert err.value.code() is grpc.StatusCode.INVALID_ARGUMENT
+        assert "malformed protobuf" in (err.value.details() or "")
+        assert gw.stats.requests_refused["grpc_invalid_argument"] == 1
+        assert _stub(gw).Export(encode_spans(_spans()), timeout=5) is not None
+        assert downstream.wait_for(lambda spans: len(spans) == 2, timeout=5)
+
+
 def test_oversized_message_is_refused_and_service_keeps_running(
         downstream: OtlpGrpcReceiver) -> None:
     big = ExportTraceServiceRequest()

@@ -77,19 +77,43 @@ def test_protobuf_and_json_requests_are_accepted(gateway: Gateway,
     assert {s.trace_id for s in downstream.spans()} == _trace_ids(as_pb) | _trace_ids(as_json)
 
 
-def test_partial_success_names_rejected_spans(downstream: OtlpGrpcReceiver) -> None:
-    request = _request()
+def _with_attributes(request: ExportTraceServiceRequest, n: int) -> None:
     span = request.resource_spans[0].scope_spans[0].spans[0]
-    for i in range(50):
+    for i in range(n):
         kv = span.attributes.add()
         kv.key, kv.value.int_value = f"k{i}", i
-    with Gateway(settings(forward_endpoint=downstream.endpoint, max_attributes=20)) as gw:
+
+
+def test_when_scoring_a_span_over_the_count_limits_is_rejected(
+        downstream: OtlpGrpcReceiver) -> None:
+    request = _request()
+    _with_attributes(request, 50)
+    with Gateway(settings(forward_endpoint=downstream.endpoint, max_attributes=20,
+                          judge="local", sample_rate=0.0)) as gw:
         code, _, body = _post(gw, request.SerializeToString(), {"Content-Type": PB})
         assert downstream.wait_for(lambda spans: len(spans) == 1, timeout=5)
     response = ExportTraceServiceResponse.FromString(body)
     assert code == 200
     assert response.partial_success.rejected_spans == 1
-    assert "attributes" in response.partial_success.error_message
+    assert "attributes (limit 20)" in response.partial_success.error_message
+
+
+def test_scoring_off_rejects_bad_ids_and_forwards_big_spans_undecoded(
+        downstream: OtlpGrpcReceiver) -> None:
+    request = _request(2)
+    _with_attributes(request, 50)  # not decoded with scoring off: the limit is moot
+    big = request.resource_spans[0].scope_spans[0].spans[0]
+    big_id, big_attributes = big.span_id.hex(), len(big.attributes)
+    request.resource_spans[0].scope_spans[0].spans[1].span_id = b"\x07" * 3
+    with Gateway(settings(forward_endpoint=downstream.endpoint, max_attributes=20)) as gw:
+        code, _, body = _post(gw, request.SerializeToString(), {"Content-Type": PB})
+        assert downstream.wait_for(lambda spans: len(spans) == 3, timeout=5)
+    response = ExportTraceServiceResponse.FromString(body)
+    assert code == 200
+    assert response.partial_success.rejected_spans == 1
+    assert "span_id" in response.partial_success.error_message
+    [forwarded] = [s for s in downstream.spans() if s.span_id == big_id]
+    assert len(forwarded.attributes) == big_attributes > 50
 
 
 @pytest.mark.parametrize(("body", "headers", "expected"), [

@@ -1,18 +1,22 @@
 """The downstream exporter: the official OTLP gRPC or HTTP span exporter.
 
-For gRPC, ``encode_batch`` replaces the SDK's per-span re-encoding for received
-spans (``ReceivedSpan`` is read-only, so they leave unchanged): their protobuf is
-reused as it arrived (one C-level copy) and only spans the gateway made (scored
-copies of roots, evaluation spans, content-policy copies) go through the SDK
-encoder. Transport, retry and TLS stay the official exporter's."""
+For gRPC, a received request whose spans all leave unchanged is sent as the bytes
+it arrived in, and ``encode_batch`` replaces the SDK's per-span re-encoding for
+other received spans (``ReceivedSpan`` is read-only): their protobuf is reused as
+it arrived (one C-level copy) and only spans the gateway made (scored copies of
+roots, evaluation spans, content-policy copies) go through the SDK encoder.
+Transport, retry and TLS stay the official exporter's."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Literal
+from typing import Any, Literal
 
 from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
-from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
+    ExportTraceServiceRequest,
+    ExportTraceServiceResponse,
+)
 from opentelemetry.proto.trace.v1.trace_pb2 import ResourceSpans, ScopeSpans
 from opentelemetry.proto.trace.v1.trace_pb2 import Span as PbSpan
 from opentelemetry.sdk.trace import ReadableSpan
@@ -76,8 +80,21 @@ def _grpc_exporter(endpoint: str, headers: dict[str, str] | None, timeout_s: flo
     from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import OTLPSpanExporter
 
     class FastGrpcExporter(OTLPSpanExporter):  # type: ignore[misc]
-        def _translate_data(self, data: Sequence[ReadableSpan]) -> ExportTraceServiceRequest:
+        # The exporter's stub is swapped for one that also sends bytes as they are,
+        # here and (in SDK versions that have it) wherever the channel is rebuilt.
+        def __init__(self, **kwargs: Any) -> None:
+            super().__init__(**kwargs)
+            self._client = _RawTraceStub(self._channel)  # type: ignore[assignment]
+
+        def _initialize_channel_and_stub(self) -> None:
+            super()._initialize_channel_and_stub()  # type: ignore[no-untyped-call]
+            self._client = _RawTraceStub(self._channel)  # type: ignore[assignment]
+
+        def _translate_data(  # type: ignore[override]  # bytes: see _RawTraceStub
+                self, data: Sequence[ReadableSpan]) -> ExportTraceServiceRequest | bytes:
             if isinstance(data, RequestSpans):
+                if data.raw is not None and isinstance(self._client, _RawTraceStub):
+                    return data.raw
                 return data.request
             return encode_batch(data)
 
@@ -91,3 +108,20 @@ def _grpc_exporter(endpoint: str, headers: dict[str, str] | None, timeout_s: flo
         headers=headers, timeout=timeout_s,
         compression=grpc.Compression.Gzip if gzip else grpc.Compression.NoCompression)
     return exporter
+
+
+class _RawTraceStub:
+    """``TraceServiceStub`` whose ``Export`` also takes a request already serialized."""
+
+    def __init__(self, channel: Any) -> None:
+        self.Export = channel.unary_unary(
+            "/opentelemetry.proto.collector.trace.v1.TraceService/Export",
+            request_serializer=_serialize,
+            response_deserializer=ExportTraceServiceResponse.FromString)
+
+
+def _serialize(request: ExportTraceServiceRequest | bytes) -> bytes:
+    if isinstance(request, bytes):
+        return request
+    data: bytes = request.SerializeToString()
+    return data

@@ -133,8 +133,10 @@ class ForwardQueue(SpanProcessor):
                 while not self._queue and not self._stopping.is_set():
                     self._idle.notify_all()
                     self._wake.wait()
-                if self._queued < self._max_batch and not self._stopping.is_set():
-                    # Let a few more spans arrive so batches are not one span each.
+                if self._queued < self._max_batch and not self._stopping.is_set() and \
+                        not isinstance(self._queue[0] if self._queue else None, RequestSpans):
+                    # Let a few more spans arrive so batches are not one span each
+                    # (a whole request is a batch already).
                     self._wake.wait(self._linger_s)
                 if not self._queue:
                     self._idle.notify_all()

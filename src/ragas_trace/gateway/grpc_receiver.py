@@ -1,7 +1,9 @@
 """OTLP/gRPC trace receiver (``opentelemetry.proto.collector.trace.v1.TraceService``).
 
 gRPC itself enforces the message size limit (after decompression, so gzip bombs
-stop there) and answers malformed protobuf with an error; this module adds the
+stop there). The method takes the request's bytes, not a parsed message: ``Ingest``
+parses them (as much as it needs; malformed protobuf is answered INVALID_ARGUMENT)
+and a request forwarded unchanged leaves as those bytes. This module adds the
 bearer token, TLS, a cap on concurrent calls, and the OTLP retryable answer
 (UNAVAILABLE with a ``RetryInfo``) when the forward queue is full."""
 
@@ -15,36 +17,36 @@ from typing import Any
 import grpc
 from google.protobuf.duration_pb2 import Duration
 from google.rpc.error_details_pb2 import RetryInfo
-from opentelemetry.proto.collector.trace.v1 import trace_service_pb2_grpc
-from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
-    ExportTraceServiceRequest,
-    ExportTraceServiceResponse,
-)
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceResponse
 
 from ragas_trace._internal_errors import record_internal_error
+from ragas_trace.gateway.decode import BadRequest, Encoding
 from ragas_trace.gateway.ingest import Busy
 from ragas_trace.gateway.security import Security
 from ragas_trace.gateway.stats import GatewayStats
 
 logger = logging.getLogger(__name__)
 
-Handle = Callable[[ExportTraceServiceRequest], ExportTraceServiceResponse]
+Handle = Callable[[bytes, Encoding], ExportTraceServiceResponse]
+_SERVICE = "opentelemetry.proto.collector.trace.v1.TraceService"
 
 
-class _TraceService(trace_service_pb2_grpc.TraceServiceServicer):  # type: ignore[misc]
+class _TraceService:
     def __init__(self, handle: Handle, security: Security, stats: GatewayStats) -> None:
         self._handle = handle
         self._security = security
         self._stats = stats
 
-    def Export(self, request: ExportTraceServiceRequest,
-               context: grpc.ServicerContext) -> ExportTraceServiceResponse:
+    def Export(self, body: bytes, context: grpc.ServicerContext) -> ExportTraceServiceResponse:
         metadata = dict(context.invocation_metadata() or ())
         if not self._security.authorized(_text(metadata.get("authorization"))):
             self._stats.refused("grpc_unauthenticated")
             context.abort(grpc.StatusCode.UNAUTHENTICATED, "missing or wrong bearer token")
         try:
-            return self._handle(request)
+            return self._handle(body, "protobuf")
+        except BadRequest as exc:
+            self._stats.refused("grpc_invalid_argument")
+            context.abort(grpc.StatusCode.INVALID_ARGUMENT, exc.message)
         except Busy as exc:
             retry = RetryInfo(retry_delay=Duration(seconds=exc.retry_after_s))
             context.set_trailing_metadata(
@@ -74,8 +76,13 @@ class OtlpGrpcServer:
                      ("grpc.so_reuseport", 0)],
             maximum_concurrent_rpcs=max_concurrent_rpcs,
         )
-        trace_service_pb2_grpc.add_TraceServiceServicer_to_server(  # type: ignore[no-untyped-call]
-            _TraceService(handle, security, stats), self._server)
+        service = _TraceService(handle, security, stats)
+        # Registered by hand rather than through the generated servicer so that the
+        # method receives the request's bytes, not a message gRPC already parsed.
+        self._server.add_generic_rpc_handlers((grpc.method_handlers_generic_handler(
+            _SERVICE, {"Export": grpc.unary_unary_rpc_method_handler(
+                service.Export, request_deserializer=None,
+                response_serializer=ExportTraceServiceResponse.SerializeToString)}),))
         credentials = security.grpc_credentials()
         if credentials is not None:
             self.port = self._server.add_secure_port(address, credentials)

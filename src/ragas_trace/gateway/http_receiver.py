@@ -15,10 +15,7 @@ from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
-    ExportTraceServiceRequest,
-    ExportTraceServiceResponse,
-)
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceResponse
 
 from ragas_trace._internal_errors import record_internal_error
 from ragas_trace.gateway.decode import (
@@ -27,7 +24,6 @@ from ragas_trace.gateway.decode import (
     decompress,
     encode,
     encoding_of,
-    parse_request,
     status_body,
 )
 from ragas_trace.gateway.ingest import Busy
@@ -36,7 +32,7 @@ from ragas_trace.gateway.stats import GatewayStats
 
 logger = logging.getLogger(__name__)
 
-Handle = Callable[[ExportTraceServiceRequest], ExportTraceServiceResponse]
+Handle = Callable[[bytes, Encoding], ExportTraceServiceResponse]
 
 # google.rpc.Code values for the Status body of each HTTP error.
 _RPC_CODE = {400: 3, 401: 16, 404: 5, 411: 3, 413: 8, 415: 3, 500: 13, 503: 14}
@@ -134,7 +130,7 @@ class _Handler(BaseHTTPRequestHandler):
             body = self._read_body()
             body = decompress(body, self.headers.get("Content-Encoding"),
                               self.server.max_request_bytes)
-            response = self.server.handle(parse_request(body, encoding))
+            response = self.server.handle(body, encoding)
         except BadRequest as exc:
             self.server.stats.refused(f"http_{exc.status}")
             self._error(exc.status, exc.message, encoding)

@@ -1,6 +1,6 @@
-"""What both receivers do with a decoded request: refuse it when the forward queue
-has no room (the sender retries later), else convert it, deliver the spans and
-report per-span rejections as OTLP partial success."""
+"""What both receivers do with a request body: parse it, refuse it when the forward
+queue has no room (the sender retries later), else check or convert it, deliver the
+spans and report per-span rejections as OTLP partial success."""
 
 from __future__ import annotations
 
@@ -14,7 +14,15 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
 )
 from opentelemetry.sdk.trace import ReadableSpan
 
-from ragas_trace.gateway.convert import Limits, check_request, convert_request
+from ragas_trace.gateway.convert import (
+    Converted,
+    Limits,
+    RequestSpans,
+    convert_request,
+    ids_valid,
+    span_count,
+)
+from ragas_trace.gateway.decode import Encoding, parse_ids_view, parse_request
 from ragas_trace.gateway.forward import ForwardQueue
 from ragas_trace.gateway.stats import GatewayStats
 
@@ -30,8 +38,13 @@ class Busy(Exception):
 @dataclass(frozen=True)
 class Ingest:
     """``deliver`` takes the accepted spans: the trace assembler when scoring, the
-    forward queue's ``offer`` when not; then (``whole_requests``) a request whose
-    spans all pass is handed over whole, without making a span object per span."""
+    forward queue's ``offer`` when not.
+
+    With ``whole_requests`` (scoring off) spans are forwarded as received and never
+    decoded: a protobuf body is read through the ids-only view, only ids are checked
+    (``limits`` bound the work of decoding a span, so they do not apply), and a
+    request whose ids all pass is handed over whole, as its bytes. Otherwise every
+    span becomes a ``ReceivedSpan`` checked against ``limits``."""
 
     deliver: Callable[[Sequence[ReadableSpan]], None]
     forward: ForwardQueue
@@ -40,15 +53,16 @@ class Ingest:
     whole_requests: bool = False
     retry_after_s: int = 1
 
-    def __call__(self, request: ExportTraceServiceRequest) -> ExportTraceServiceResponse:
-        """Accept ``request`` or raise ``Busy``. Spans are accepted whole or not at all,
-        so a refused request can be resent without duplicates."""
-        count = sum(len(ss.spans) for rs in request.resource_spans for ss in rs.scope_spans)
-        if not self.forward.admits(count):
-            self.stats.refused("busy")
-            raise Busy(self.retry_after_s)
-        converted = (check_request if self.whole_requests else convert_request)(
-            request, self.limits)
+    def __call__(self, body: bytes, encoding: Encoding) -> ExportTraceServiceResponse:
+        """Accept the request in ``body``, or raise ``BadRequest`` (malformed) or
+        ``Busy``. Spans are accepted whole or not at all, so a refused request can be
+        resent without duplicates."""
+        if self.whole_requests:
+            converted = self._forward_whole(body, encoding)
+        else:
+            request = parse_request(body, encoding)
+            self._admit(span_count(request))
+            converted = convert_request(request, self.limits)
         self.deliver(converted.spans)
         self.stats.received(len(converted.spans), converted.rejected)
         response = ExportTraceServiceResponse()
@@ -56,3 +70,21 @@ class Ingest:
             response.partial_success.CopyFrom(ExportTracePartialSuccess(
                 rejected_spans=converted.rejected, error_message=converted.reason))
         return response
+
+    def _forward_whole(self, body: bytes, encoding: Encoding) -> Converted:
+        request: ExportTraceServiceRequest | None = None
+        if encoding == "protobuf":
+            view = parse_ids_view(body)
+        else:
+            view = request = parse_request(body, encoding)
+        count = span_count(view)
+        self._admit(count)
+        if ids_valid(view):
+            raw = body if encoding == "protobuf" else None
+            return Converted(RequestSpans(count, raw=raw, request=request))
+        return convert_request(request or parse_request(body, encoding), None)
+
+    def _admit(self, count: int) -> None:
+        if not self.forward.admits(count):
+            self.stats.refused("busy")
+            raise Busy(self.retry_after_s)

@@ -88,11 +88,13 @@ OPTIONS: tuple[Setting, ...] = (
     Setting("max_request_bytes", "RAGAS_GATEWAY_MAX_REQUEST_BYTES", 4 * _MIB, integer(1024),
            "largest request accepted, after decompression", "BYTES"),
     Setting("max_attributes", "RAGAS_GATEWAY_MAX_ATTRIBUTES", 1024, integer(1),
-           "a span with more attributes is rejected (OTLP partial success)", "N"),
+           "when scoring, a span with more attributes is rejected (OTLP partial "
+           "success); with --judge off spans are not decoded and only their ids "
+           "are checked", "N"),
     Setting("max_events", "RAGAS_GATEWAY_MAX_EVENTS", 1024, integer(0),
-           "a span with more events is rejected", "N"),
+           "when scoring, a span with more events is rejected", "N"),
     Setting("max_links", "RAGAS_GATEWAY_MAX_LINKS", 1024, integer(0),
-           "a span with more links is rejected", "N"),
+           "when scoring, a span with more links is rejected", "N"),
     Setting("max_connections", "RAGAS_GATEWAY_MAX_CONNECTIONS", 64, integer(1),
            "concurrent HTTP connections and gRPC calls", "N"),
     Setting("quiet_s", "RAGAS_GATEWAY_QUIET_S", 2.0, number(0.01),
