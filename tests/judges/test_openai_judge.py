@@ -258,3 +258,16 @@ def test_settings_validation(monkeypatch: pytest.MonkeyPatch,
     judge = OpenAIJudge(base_url="http://127.0.0.1:9/v1")
     assert judge.max_retries == 3 and judge.n_questions == 5
     assert "RAGAS_TRACE_JUDGE_MAX_RETRIES" in caplog.text
+
+
+@pytest.mark.parametrize(("cap", "expected"), [
+    (0, {"statements": 1024, "questions": 512, "context_sentences": 4096, "verdicts": 4096}),
+    (600, {"statements": 600, "questions": 512, "context_sentences": 600, "verdicts": 600}),
+])
+async def test_max_reply_tokens_caps_each_request(
+        server: FakeOpenAIServer, cap: int, expected: dict[str, int]) -> None:
+    judge = _judge(server, max_reply_tokens=cap)
+    await judge.evaluate(QUESTION, [CONTEXT], GOOD)
+    await judge.aclose()
+    sent = {r.task.value: r.body["max_tokens"] for r in server.recorded() if r.task is not None}
+    assert sent == expected

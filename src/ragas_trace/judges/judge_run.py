@@ -39,6 +39,12 @@ MAX_TOKENS = {Task.STATEMENTS: 1024, Task.QUESTIONS: 512, Task.CONTEXT: 4096,
 _WEAKER_FORMAT = {"json_schema": "json_object", "json_object": "none"}
 
 
+def reply_limit(judge: OpenAIJudge, task: Task) -> int:
+    """``task``'s reply limit, lowered to the judge's ``max_reply_tokens`` if set."""
+    cap = judge.max_reply_tokens
+    return min(MAX_TOKENS[task], cap) if cap else MAX_TOKENS[task]
+
+
 class JudgeRun:
     def __init__(self, judge: OpenAIJudge, deadline: float) -> None:
         self._judge = judge
@@ -60,7 +66,7 @@ class JudgeRun:
         messages = PROMPTS[task].messages(user)
         cache = judge.cache
         key = cache.key(kind="chat", model=judge.model, messages=messages,
-                        max_tokens=MAX_TOKENS[task]) if cache is not None else ""
+                        max_tokens=reply_limit(judge, task)) if cache is not None else ""
         cached = cache.get(key) if cache is not None else None
         step = STEP_NAMES[task]
         if isinstance(cached, str):
@@ -95,7 +101,7 @@ class JudgeRun:
         while True:
             mode = judge.response_format
             fmt = response_format(task, mode)
-            extra: dict[str, Any] = {judge.token_limit_param: MAX_TOKENS[task]}
+            extra: dict[str, Any] = {judge.token_limit_param: reply_limit(judge, task)}
             if fmt is not None:
                 extra["response_format"] = fmt
             if judge.send_temperature:

@@ -79,6 +79,7 @@ class OpenAIJudge:
         total_timeout_s: float | None = None,
         n_questions: int | None = None,
         response_format: str | None = None,
+        max_reply_tokens: int | None = None,
     ) -> None:
         shared_cache = cache if isinstance(cache, ResponseCache) else None
         if cache is True:
@@ -89,7 +90,7 @@ class OpenAIJudge:
             "model": model, "embedding_model": embedding_model, "base_url": base_url,
             "api_key": api_key, "timeout_s": timeout_s, "max_retries": max_retries,
             "cache": cache, "total_timeout_s": total_timeout_s, "n_questions": n_questions,
-            "response_format": response_format,
+            "response_format": response_format, "max_reply_tokens": max_reply_tokens,
         })
         if cfg["api_key"] is None and cfg["base_url"] is None:
             raise ValueError("api_key: no API key; pass api_key= or set OPENAI_API_KEY "
@@ -103,6 +104,7 @@ class OpenAIJudge:
         self.max_retries: int = cfg["max_retries"]
         self.n_questions: int = cfg["n_questions"]
         self.response_format: str = cfg["response_format"]
+        self.max_reply_tokens: int = cfg["max_reply_tokens"]
         # Lowered when the endpoint refuses them (see judge_run._adapt).
         self.token_limit_param = "max_tokens"
         self.send_temperature = True

@@ -32,6 +32,11 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("response_format", "RAGAS_TRACE_JUDGE_RESPONSE_FORMAT", "json_schema",
             choice(*RESPONSE_FORMATS),
             "json_schema | json_object | none; lowered automatically when refused"),
+    Setting("max_reply_tokens", "RAGAS_TRACE_JUDGE_MAX_REPLY_TOKENS", 0,
+            integer(0, 1_000_000),
+            "cap on each reply's tokens; 0 = per-step limits (1024 statements, 512 "
+            "questions, 4096 context sentences and verdicts). Small local models that "
+            "repeat themselves until the limit need a low cap"),
     Setting("cache", "RAGAS_TRACE_JUDGE_CACHE", 0, integer(0, 10_000_000),
             "reply cache entries; 0 = no cache (the keyword also takes True or a ResponseCache)"),
 )
