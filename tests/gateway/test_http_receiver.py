@@ -85,18 +85,25 @@ def _with_attributes(request: ExportTraceServiceRequest, n: int) -> None:
         kv.key, kv.value.int_value = f"k{i}", i
 
 
+def _partial_success(downstream: OtlpGrpcReceiver, request: ExportTraceServiceRequest,
+                     forwarded: int, **flags: Any) -> Any:
+    """POST ``request`` to a gateway set with ``flags``; the answer's partial success,
+    once ``forwarded`` spans are downstream."""
+    with Gateway(settings(forward_endpoint=downstream.endpoint, **flags)) as gw:
+        code, _, body = _post(gw, request.SerializeToString(), {"Content-Type": PB})
+        assert downstream.wait_for(lambda spans: len(spans) == forwarded, timeout=5)
+    assert code == 200
+    return ExportTraceServiceResponse.FromString(body).partial_success
+
+
 def test_when_scoring_a_span_over_the_count_limits_is_rejected(
         downstream: OtlpGrpcReceiver) -> None:
     request = _request()
     _with_attributes(request, 50)
-    with Gateway(settings(forward_endpoint=downstream.endpoint, max_attributes=20,
-                          judge="local", sample_rate=0.0)) as gw:
-        code, _, body = _post(gw, request.SerializeToString(), {"Content-Type": PB})
-        assert downstream.wait_for(lambda spans: len(spans) == 1, timeout=5)
-    response = ExportTraceServiceResponse.FromString(body)
-    assert code == 200
-    assert response.partial_success.rejected_spans == 1
-    assert "attributes (limit 20)" in response.partial_success.error_message
+    partial = _partial_success(downstream, request, 1, max_attributes=20, judge="local",
+                               sample_rate=0.0)
+    assert partial.rejected_spans == 1
+    assert "attributes (limit 20)" in partial.error_message
 
 
 def test_scoring_off_rejects_bad_ids_and_forwards_big_spans_undecoded(
@@ -106,13 +113,9 @@ def test_scoring_off_rejects_bad_ids_and_forwards_big_spans_undecoded(
     big = request.resource_spans[0].scope_spans[0].spans[0]
     big_id, big_attributes = big.span_id.hex(), len(big.attributes)
     request.resource_spans[0].scope_spans[0].spans[1].span_id = b"\x07" * 3
-    with Gateway(settings(forward_endpoint=downstream.endpoint, max_attributes=20)) as gw:
-        code, _, body = _post(gw, request.SerializeToString(), {"Content-Type": PB})
-        assert downstream.wait_for(lambda spans: len(spans) == 3, timeout=5)
-    response = ExportTraceServiceResponse.FromString(body)
-    assert code == 200
-    assert response.partial_success.rejected_spans == 1
-    assert "span_id" in response.partial_success.error_message
+    partial = _partial_success(downstream, request, 3, max_attributes=20)
+    assert partial.rejected_spans == 1
+    assert "span_id" in partial.error_message
     [forwarded] = [s for s in downstream.spans() if s.span_id == big_id]
     assert len(forwarded.attributes) == big_attributes > 50
 
