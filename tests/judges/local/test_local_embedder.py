@@ -145,3 +145,16 @@ def test_the_cache_can_be_switched_off(monkeypatch: pytest.MonkeyPatch) -> None:
     e.embed(["alpha beta."])
     e.embed(["alpha beta."])
     assert e.runs == 2
+
+
+def test_batch_plan_covers_every_text_once_within_the_limits() -> None:
+    from ragas_trace.judges.local.embedder import TOKEN_BUDGET, plan_batches
+
+    lengths = {i: (i * 37) % 250 + 3 for i in range(90)}
+    plan = plan_batches(list(lengths), lengths, 32)
+    assert sorted(i for batch in plan for i in batch) == list(range(90))
+    for batch in plan:
+        assert len(batch) <= 32
+        assert len(batch) == 1 or len(batch) * max(lengths[i] for i in batch) <= TOKEN_BUDGET
+    # short texts are not padded to the width of long ones
+    assert len(plan_batches([0, 1], {0: 5, 1: 250}, 32)) == 2
