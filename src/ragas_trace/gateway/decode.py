@@ -16,6 +16,8 @@ from google.protobuf.message import DecodeError, Message
 from google.rpc import status_pb2
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
+from ragas_trace.gateway.span_ids import SpanIdsRequest
+
 Encoding = Literal["protobuf", "json"]
 
 PROTOBUF = "application/x-protobuf"
@@ -85,6 +87,17 @@ def parse_request(body: bytes, encoding: Encoding) -> ExportTraceServiceRequest:
     except (json_format.ParseError, ValueError, TypeError, RecursionError) as exc:
         raise BadRequest(400, f"invalid OTLP/JSON: {exc}") from None
     return request
+
+
+def parse_ids_view(body: bytes) -> Any:
+    """A protobuf body as a ``SpanIdsRequest``: only the span and link ids parsed,
+    the rest of each span checked for framing only and kept as bytes."""
+    view = SpanIdsRequest()
+    try:
+        view.ParseFromString(body)
+    except (DecodeError, RuntimeError, ValueError) as exc:
+        raise BadRequest(400, f"malformed protobuf: {exc}") from None
+    return view
 
 
 def encode(message: Message, encoding: Encoding) -> bytes:

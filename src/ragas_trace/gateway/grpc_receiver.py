@@ -2,8 +2,8 @@
 
 gRPC itself enforces the message size limit (after decompression, so gzip bombs
 stop there). The method takes the request's bytes, not a parsed message: ``Ingest``
-parses them (malformed protobuf is answered INVALID_ARGUMENT) and a request
-forwarded unchanged leaves as those bytes. This module adds the
+parses them (as much as it needs; malformed protobuf is answered INVALID_ARGUMENT)
+and a request forwarded unchanged leaves as those bytes. This module adds the
 bearer token, TLS, a cap on concurrent calls, and the OTLP retryable answer
 (UNAVAILABLE with a ``RetryInfo``) when the forward queue is full."""
 

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
     ExportTracePartialSuccess,
+    ExportTraceServiceRequest,
     ExportTraceServiceResponse,
 )
 from opentelemetry.sdk.trace import ReadableSpan
@@ -21,7 +22,7 @@ from ragas_trace.gateway.convert import (
     ids_valid,
     span_count,
 )
-from ragas_trace.gateway.decode import Encoding, parse_request
+from ragas_trace.gateway.decode import Encoding, parse_ids_view, parse_request
 from ragas_trace.gateway.forward import ForwardQueue
 from ragas_trace.gateway.stats import GatewayStats
 
@@ -40,10 +41,10 @@ class Ingest:
     forward queue's ``offer`` when not.
 
     With ``whole_requests`` (scoring off) spans are forwarded as received and never
-    decoded: only their ids are checked (``limits`` bound the work of decoding a
-    span, so they do not apply), and a request whose ids all pass is handed over
-    whole, with the bytes it came in. Otherwise every span becomes a
-    ``ReceivedSpan`` checked against ``limits``."""
+    decoded: a protobuf body is read through the ids-only view, only ids are checked
+    (``limits`` bound the work of decoding a span, so they do not apply), and a
+    request whose ids all pass is handed over whole, as its bytes. Otherwise every
+    span becomes a ``ReceivedSpan`` checked against ``limits``."""
 
     deliver: Callable[[Sequence[ReadableSpan]], None]
     forward: ForwardQueue
@@ -56,18 +57,12 @@ class Ingest:
         """Accept the request in ``body``, or raise ``BadRequest`` (malformed) or
         ``Busy``. Spans are accepted whole or not at all, so a refused request can be
         resent without duplicates."""
-        request = parse_request(body, encoding)
-        count = span_count(request)
-        if not self.forward.admits(count):
-            self.stats.refused("busy")
-            raise Busy(self.retry_after_s)
-        if not self.whole_requests:
-            converted = convert_request(request, self.limits)
-        elif ids_valid(request):
-            raw = body if encoding == "protobuf" else None
-            converted = Converted(RequestSpans(request, count, raw))
+        if self.whole_requests:
+            converted = self._forward_whole(body, encoding)
         else:
-            converted = convert_request(request, None)
+            request = parse_request(body, encoding)
+            self._admit(span_count(request))
+            converted = convert_request(request, self.limits)
         self.deliver(converted.spans)
         self.stats.received(len(converted.spans), converted.rejected)
         response = ExportTraceServiceResponse()
@@ -75,3 +70,21 @@ class Ingest:
             response.partial_success.CopyFrom(ExportTracePartialSuccess(
                 rejected_spans=converted.rejected, error_message=converted.reason))
         return response
+
+    def _forward_whole(self, body: bytes, encoding: Encoding) -> Converted:
+        request: ExportTraceServiceRequest | None = None
+        if encoding == "protobuf":
+            view = parse_ids_view(body)
+        else:
+            view = request = parse_request(body, encoding)
+        count = span_count(view)
+        self._admit(count)
+        if ids_valid(view):
+            raw = body if encoding == "protobuf" else None
+            return Converted(RequestSpans(count, raw=raw, request=request))
+        return convert_request(request or parse_request(body, encoding), None)
+
+    def _admit(self, count: int) -> None:
+        if not self.forward.admits(count):
+            self.stats.refused("busy")
+            raise Busy(self.retry_after_s)
