@@ -17,10 +17,11 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
     ExportTraceServiceRequest,
     ExportTraceServiceResponse,
 )
+from opentelemetry.proto.trace.v1.trace_pb2 import Span as PbSpan
 
 from ragas_trace.gateway.service import Gateway
 from ragas_trace.testing import InMemoryTracing
-from ragas_trace.testing.otlp_receiver import OtlpGrpcReceiver
+from ragas_trace.testing.otlp_receiver import OtlpGrpcReceiver, OtlpHttpReceiver
 from ragas_trace.testing.rag_traces import plain_request
 
 PB = "application/x-protobuf"
@@ -117,6 +118,38 @@ def test_scoring_off_rejects_bad_ids_and_forwards_big_spans_undecoded(
     assert "span_id" in partial.error_message
     [forwarded] = [s for s in downstream.spans() if s.span_id == big_id]
     assert len(forwarded.attributes) == big_attributes > 50
+
+
+def _malformed_inside_a_span() -> bytes:
+    """A request whose framing is sound but one span's attribute is not protobuf."""
+    def field(number: int, payload: bytes) -> bytes:
+        return bytes([number << 3 | 2, len(payload)]) + payload
+    span = PbSpan(trace_id=b"\x01" * 16, span_id=b"\x02" * 8, name="s").SerializeToString()
+    return field(1, field(2, field(2, span + field(9, b"\xff\xff"))))
+
+
+def test_a_body_malformed_inside_a_span_is_refused_unless_forwarded_as_bytes(
+        downstream: OtlpGrpcReceiver) -> None:
+    body = _malformed_inside_a_span()
+    with OtlpHttpReceiver() as http_downstream, Gateway(settings(
+            forward_endpoint=http_downstream.endpoint, forward_protocol="http")) as gw:
+        code, _, answer = _post(gw, body, {"Content-Type": PB})
+    assert code == 400
+    assert "malformed protobuf" in _status(answer).message
+    # Scoring off with gRPC forwarding parses only down to the ids: the body goes on as
+    # received, the next hop refuses it, and the gateway drops it after its retries,
+    # counted.
+    with Gateway(settings(forward_endpoint=downstream.endpoint)) as gw:
+        code, _, _ = _post(gw, body, {"Content-Type": PB})
+        assert code == 200
+        assert gw.forward.force_flush(10_000)
+    assert gw.stats.spans_dropped["downstream_unavailable"] == 1
+    assert downstream.spans() == []
+    # When scoring, every request is parsed whole.
+    with Gateway(settings(forward_endpoint=downstream.endpoint, judge="local",
+                          sample_rate=0.0)) as gw:
+        code, _, _ = _post(gw, body, {"Content-Type": PB})
+    assert code == 400
 
 
 @pytest.mark.parametrize(("body", "headers", "expected"), [

@@ -41,16 +41,21 @@ class Ingest:
     forward queue's ``offer`` when not.
 
     With ``whole_requests`` (scoring off) spans are forwarded as received and never
-    decoded: a protobuf body is read through the ids-only view, only ids are checked
-    (``limits`` bound the work of decoding a span, so they do not apply), and a
-    request whose ids all pass is handed over whole, as its bytes. Otherwise every
-    span becomes a ``ReceivedSpan`` checked against ``limits``."""
+    decoded: only ids are checked (``limits`` bound the work of decoding a span, so
+    they do not apply), and a request whose ids all pass is handed over whole. When
+    the forwarder sends such a request as its bytes (``forwards_bytes``), a
+    protobuf body is parsed only through the ids-only view (``span_ids``), so a
+    body malformed inside a span is left for the next hop to refuse; otherwise it
+    is parsed whole here, so that nothing malformed reaches the forwarder. Without
+    ``whole_requests`` every span becomes a ``ReceivedSpan`` checked against
+    ``limits``."""
 
     deliver: Callable[[Sequence[ReadableSpan]], None]
     forward: ForwardQueue
     stats: GatewayStats
     limits: Limits
     whole_requests: bool = False
+    forwards_bytes: bool = False
     retry_after_s: int = 1
 
     def __call__(self, body: bytes, encoding: Encoding) -> ExportTraceServiceResponse:
@@ -73,7 +78,7 @@ class Ingest:
 
     def _forward_whole(self, body: bytes, encoding: Encoding) -> Converted:
         request: ExportTraceServiceRequest | None = None
-        if encoding == "protobuf":
+        if encoding == "protobuf" and self.forwards_bytes:
             view = parse_ids_view(body)
         else:
             view = request = parse_request(body, encoding)
