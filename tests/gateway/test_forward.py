@@ -1,10 +1,12 @@
 import threading
+import time
 from collections.abc import Sequence
 
 from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
 from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
 
+from ragas_trace._internal_errors import internal_error_counts
 from ragas_trace.gateway.convert import RequestSpans
 from ragas_trace.gateway.forward import ForwardQueue
 from ragas_trace.gateway.stats import GatewayStats
@@ -77,3 +79,36 @@ def test_failed_exports_are_retried() -> None:
     assert queue.close(10.0)
     assert stats.export_retries == 2
     assert stats.spans_forwarded == 4
+
+
+class ClosingChannel(SpanExporter):
+    """Like the gRPC exporter: an export in flight when ``shutdown`` closes the
+    channel fails with ValueError."""
+
+    def __init__(self) -> None:
+        self.closed = threading.Event()
+        self.exporting = threading.Event()
+
+    def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
+        self.exporting.set()
+        self.closed.wait(10)
+        raise ValueError("Cannot invoke RPC on closed channel!")
+
+    def shutdown(self) -> None:
+        self.closed.set()
+
+
+def test_an_export_cut_by_close_is_a_counted_drop_not_an_internal_error() -> None:
+    exporter, stats = ClosingChannel(), GatewayStats()
+    queue = ForwardQueue(exporter, stats, workers=1)
+    whole, _ = _request()
+    before = internal_error_counts().get("gateway.forward.export", 0)
+    queue.offer(whole)
+    assert exporter.exporting.wait(5)
+    assert not queue.close(0.2)
+    deadline = time.monotonic() + 5
+    while stats.spans_dropped["downstream_unavailable"] < len(whole) \
+            and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert stats.spans_dropped["downstream_unavailable"] == len(whole)
+    assert internal_error_counts().get("gateway.forward.export", 0) == before

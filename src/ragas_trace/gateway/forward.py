@@ -165,8 +165,12 @@ class ForwardQueue(SpanProcessor):
             while True:
                 try:
                     ok = self._exporter.export(batch) is SpanExportResult.SUCCESS
-                except Exception as exc:  # the exporter's own bug: count, don't die
-                    record_internal_error("gateway.forward.export", exc)
+                except Exception as exc:
+                    # Once stopping, ``close`` may have shut the exporter (its channel)
+                    # under this call: expected, and the batch is counted below.
+                    # Otherwise it is the exporter's own bug: count, don't die.
+                    if not self._stopping.is_set():
+                        record_internal_error("gateway.forward.export", exc)
                     ok = False
                 if ok:
                     self._stats.forwarded(len(batch))
