@@ -137,13 +137,14 @@ def test_a_body_malformed_inside_a_span_is_refused_unless_forwarded_as_bytes(
     assert code == 400
     assert "malformed protobuf" in _status(answer).message
     # Scoring off with gRPC forwarding parses only down to the ids: the body goes on as
-    # received, the next hop refuses it, and the gateway drops it after its retries,
-    # counted.
-    with Gateway(settings(forward_endpoint=downstream.endpoint)) as gw:
+    # received, the next hop refuses it for good, and the gateway drops it at once
+    # (no retries), counted.
+    with Gateway(settings(forward_endpoint=downstream.endpoint, retry_for_s=60.0)) as gw:
         code, _, _ = _post(gw, body, {"Content-Type": PB})
         assert code == 200
         assert gw.forward.force_flush(10_000)
-    assert gw.stats.spans_dropped["downstream_unavailable"] == 1
+    assert gw.stats.spans_dropped == {"downstream_refused": 1}
+    assert gw.stats.export_retries == 0
     assert downstream.spans() == []
     # When scoring, every request is parsed whole.
     with Gateway(settings(forward_endpoint=downstream.endpoint, judge="local",

@@ -9,9 +9,11 @@ Transport, retry and TLS stay the official exporter's."""
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Sequence
 from typing import Any, Literal
 
+import grpc
 from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
     ExportTraceServiceRequest,
@@ -76,7 +78,6 @@ def make_exporter(protocol: Protocol, endpoint: str, *, headers: dict[str, str] 
 
 def _grpc_exporter(endpoint: str, headers: dict[str, str] | None, timeout_s: float,
                    gzip: bool, ca_file: str | None) -> SpanExporter:
-    import grpc
     from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import OTLPSpanExporter
 
     class FastGrpcExporter(OTLPSpanExporter):  # type: ignore[misc]
@@ -89,6 +90,12 @@ def _grpc_exporter(endpoint: str, headers: dict[str, str] | None, timeout_s: flo
         def _initialize_channel_and_stub(self) -> None:
             super()._initialize_channel_and_stub()  # type: ignore[no-untyped-call]
             self._client = _RawTraceStub(self._channel)  # type: ignore[assignment]
+
+        def refused(self) -> str | None:
+            """Why the next hop refused this thread's last export for good (an OTLP
+            non-retryable gRPC status), or None: retrying it cannot help."""
+            client = self._client
+            return client.refused() if isinstance(client, _RawTraceStub) else None
 
         def _translate_data(  # type: ignore[override]  # bytes: see _RawTraceStub
                 self, data: Sequence[ReadableSpan]) -> ExportTraceServiceRequest | bytes:
@@ -111,13 +118,35 @@ def _grpc_exporter(endpoint: str, headers: dict[str, str] | None, timeout_s: flo
 
 
 class _RawTraceStub:
-    """``TraceServiceStub`` whose ``Export`` also takes a request already serialized."""
+    """``TraceServiceStub`` whose ``Export`` also takes a request already serialized,
+    and remembers (per thread) the status of an export the server refused for good."""
 
     def __init__(self, channel: Any) -> None:
-        self.Export = channel.unary_unary(
+        self._export = channel.unary_unary(
             "/opentelemetry.proto.collector.trace.v1.TraceService/Export",
             request_serializer=_serialize,
             response_deserializer=ExportTraceServiceResponse.FromString)
+        self._last = threading.local()
+
+    def Export(self, request: ExportTraceServiceRequest | bytes, **kwargs: Any) -> Any:
+        self._last.refused = None
+        try:
+            return self._export(request, **kwargs)
+        except grpc.RpcError as err:
+            code = err.code()
+            if code not in _RETRYABLE:
+                self._last.refused = f"{code.name}: {err.details()}"
+            raise
+
+    def refused(self) -> str | None:
+        return getattr(self._last, "refused", None)
+
+
+# OTLP/gRPC: the codes a client may retry; any other refusal is final.
+_RETRYABLE = frozenset({
+    grpc.StatusCode.CANCELLED, grpc.StatusCode.DEADLINE_EXCEEDED,
+    grpc.StatusCode.ABORTED, grpc.StatusCode.OUT_OF_RANGE, grpc.StatusCode.UNAVAILABLE,
+    grpc.StatusCode.DATA_LOSS, grpc.StatusCode.RESOURCE_EXHAUSTED})
 
 
 def _serialize(request: ExportTraceServiceRequest | bytes) -> bytes:

@@ -1,7 +1,8 @@
 """Forwarding every span to the next OTLP hop: an official SDK exporter behind a
 bounded queue, a few worker threads, retry with backoff while downstream is down.
-The exporter does not say whether a failure is permanent, so every failed batch is
-retried until ``retry_for_s``.
+A batch the next hop refuses for good (the gRPC exporter of ``downstream`` tells,
+from the OTLP status) is dropped at once; any other failed batch is retried until
+``retry_for_s``.
 
 The queue is the gateway's back-pressure point: receivers ask ``admits(n)`` before
 accepting a request and answer with an OTLP retryable error when it says no, so a
@@ -175,6 +176,12 @@ class ForwardQueue(SpanProcessor):
                 if ok:
                     self._stats.forwarded(len(batch))
                     return
+                refused = self._refused()
+                if refused is not None:
+                    self._stats.dropped("downstream_refused", len(batch))
+                    logger.warning("dropped %d spans: downstream refused them (%s)",
+                                   len(batch), refused[:200])
+                    return
                 if time.monotonic() + backoff > give_up or self._stopping.is_set():
                     self._stats.dropped("downstream_unavailable", len(batch))
                     logger.warning("dropped %d spans: downstream still failing after "
@@ -185,6 +192,12 @@ class ForwardQueue(SpanProcessor):
                 backoff = min(backoff * 2, _BACKOFF_MAX_S)
         finally:
             otel_context.detach(token)
+
+    def _refused(self) -> str | None:
+        """Why downstream refused the last export for good, if the exporter can tell
+        (``downstream``'s gRPC exporter can); else every failure is retried."""
+        refused = getattr(self._exporter, "refused", None)
+        return refused() if callable(refused) else None
 
     def force_flush(self, timeout_millis: int = 30_000) -> bool:
         deadline = time.monotonic() + timeout_millis / 1000
