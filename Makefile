@@ -16,7 +16,7 @@ demo: install
 	$(VENV)/bin/ragas-trace demo --out demo-out
 
 lint: install
-	$(VENV)/bin/ruff check src tests bench
+	$(VENV)/bin/ruff check src tests bench tools
 
 typecheck: install
 	$(VENV)/bin/mypy
