@@ -3,7 +3,7 @@ shared by the LangChain collector tests (and mirrored by bench/langchain_overhea
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 import pytest
@@ -16,9 +16,7 @@ from langchain_core.outputs import ChatGeneration, ChatGenerationChunk, ChatResu
 from langchain_core.prompts import ChatPromptTemplate
 from langchain_core.retrievers import BaseRetriever
 from langchain_core.runnables import Runnable, RunnablePassthrough
-from opentelemetry.sdk.trace import ReadableSpan
 
-from ragas_trace import semconv as sc
 from ragas_trace._internal_errors import internal_error_counts, reset_internal_error_counts
 from ragas_trace.testing import InMemoryTracing
 
@@ -120,11 +118,3 @@ def tracing_fixture() -> Iterator[InMemoryTracing]:
     assert internal_error_counts() == {}
 
 
-def by_kind(spans: Iterable[ReadableSpan], kind: str) -> list[ReadableSpan]:
-    return [s for s in spans if (s.attributes or {}).get(sc.SPAN_KIND) == kind]
-
-
-def one(spans: Iterable[ReadableSpan], kind: str) -> ReadableSpan:
-    found = by_kind(spans, kind)
-    assert len(found) == 1, [s.name for s in spans]
-    return found[0]

@@ -23,9 +23,8 @@ from llama_index.core.llms import CustomLLM, MockLLM
 from llama_index.core.llms.callbacks import llm_completion_callback
 from llama_index.core.query_engine import RetrieverQueryEngine
 from llama_index.core.schema import NodeWithScore, QueryBundle, TextNode
-from opentelemetry.sdk.trace import ReadableSpan
+from span_checks import kinds, one
 
-from ragas_trace import semconv as sc
 from ragas_trace._internal_errors import internal_error_counts, reset_internal_error_counts
 from ragas_trace.collectors import llamaindex
 from ragas_trace.testing import InMemoryTracing
@@ -115,16 +114,6 @@ class EventCounter(BaseEventHandler):
     def handle(self, event: BaseEvent, **kwargs: Any) -> None:
         name = event.class_name()
         self.counts[name] = self.counts.get(name, 0) + 1
-
-
-def one(spans: Sequence[ReadableSpan], kind: str) -> ReadableSpan:
-    found = [s for s in spans if (s.attributes or {}).get(sc.SPAN_KIND) == kind]
-    assert len(found) == 1, [s.name for s in found]
-    return found[0]
-
-
-def kinds(spans: Sequence[ReadableSpan]) -> list[str]:
-    return sorted(str((s.attributes or {}).get(sc.SPAN_KIND)) for s in spans)
 
 
 @pytest.fixture(name="tracing")

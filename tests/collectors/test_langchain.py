@@ -12,14 +12,13 @@ from langchain_fakes import (  # noqa: F401 (the fixture is used by name)
     EchoChatModel,
     EchoRetriever,
     FailingRetriever,
-    by_kind,
-    one,
     rag_chain,
     tracing_fixture,
 )
 from opentelemetry import context as otel_context
 from opentelemetry.context import _SUPPRESS_INSTRUMENTATION_KEY
 from opentelemetry.trace import StatusCode
+from span_checks import by_kind, one, rag_request
 
 from ragas_trace import extract_record
 from ragas_trace import semconv as sc
@@ -37,12 +36,7 @@ def test_invoke_makes_one_trace_with_root_retriever_and_llm_spans(
     assert result == ANSWER
     spans = tracing.spans()
     assert len(spans) == 3
-    root, retriever, llm = (one(spans, k) for k in (sc.KIND_CHAIN, sc.KIND_RETRIEVER,
-                                                       sc.KIND_LLM))
-    assert root.parent is None
-    assert {s.context.trace_id for s in spans} == {root.context.trace_id}
-    assert retriever.parent.span_id == root.context.span_id
-    assert llm.parent.span_id == root.context.span_id
+    root, retriever, llm = rag_request(spans)
     assert root.name == "RunnableSequence"
     assert root.attributes[sc.INPUT_VALUE] == QUESTION
     assert root.attributes[sc.OUTPUT_VALUE] == ANSWER

@@ -5,7 +5,8 @@ from __future__ import annotations
 import asyncio
 from concurrent.futures import ThreadPoolExecutor
 
-from langchain_fakes import one, rag_chain, tracing_fixture  # noqa: F401 (fixture by name)
+from langchain_fakes import rag_chain, tracing_fixture  # noqa: F401 (fixture by name)
+from span_checks import one
 
 from ragas_trace import extract_record
 from ragas_trace import semconv as sc

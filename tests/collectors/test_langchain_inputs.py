@@ -14,10 +14,10 @@ from langchain_fakes import (  # noqa: F401 (the fixture is used by name)
     QUESTION,
     EchoChatModel,
     EchoRetriever,
-    one,
     rag_chain,
     tracing_fixture,
 )
+from span_checks import one
 
 from ragas_trace import extract_record
 from ragas_trace import semconv as sc

@@ -10,11 +10,11 @@ import pytest
 from langchain_fakes import (  # noqa: F401 (the fixture is used by name)
     ANSWER,
     QUESTION,
-    one,
     rag_chain,
     tracing_fixture,
 )
 from opentelemetry.trace import StatusCode
+from span_checks import one
 
 from ragas_trace import extract_record
 from ragas_trace import semconv as sc

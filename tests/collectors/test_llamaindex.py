@@ -16,11 +16,10 @@ from llamaindex_fakes import (  # noqa: F401 (the fixture is used by name)
     MockLLM,
     ScriptedLLM,
     index,
-    kinds,
-    one,
     tracing_fixture,
 )
 from opentelemetry.trace import StatusCode
+from span_checks import kinds, one, rag_request
 
 from ragas_trace import semconv as sc
 from ragas_trace.collectors import llamaindex
@@ -38,12 +37,7 @@ def test_query_makes_one_trace_with_root_retriever_and_llm_spans(
     assert str(response) == ANSWER
     spans = tracing.spans()
     assert kinds(spans) == [sc.KIND_CHAIN, sc.KIND_LLM, sc.KIND_RETRIEVER]
-    root, retriever, llm = (one(spans, k) for k in (sc.KIND_CHAIN, sc.KIND_RETRIEVER,
-                                                       sc.KIND_LLM))
-    assert root.parent is None
-    assert {s.context.trace_id for s in spans} == {root.context.trace_id}
-    assert retriever.parent.span_id == root.context.span_id
-    assert llm.parent.span_id == root.context.span_id
+    root, retriever, llm = rag_request(spans)
     assert root.name == "RetrieverQueryEngine.query"
     assert root.attributes[sc.INPUT_VALUE] == QUESTION
     assert root.attributes[sc.INPUT_MIME_TYPE] == sc.MIME_TEXT

@@ -7,8 +7,9 @@ import asyncio
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 
-from llamaindex_fakes import echo_engine, kinds, one, tracing_fixture  # noqa: F401
+from llamaindex_fakes import echo_engine, tracing_fixture  # noqa: F401
 from opentelemetry.sdk.trace import ReadableSpan
+from span_checks import kinds, one
 
 from ragas_trace import semconv as sc
 from ragas_trace.collectors import llamaindex

@@ -19,13 +19,12 @@ from llamaindex_fakes import (  # noqa: F401 (the fixture is used by name)
     ScriptedLLM,
     echo_engine,
     index,
-    kinds,
-    one,
     tracing_fixture,
 )
 from opentelemetry import context as otel_context
 from opentelemetry.context import _SUPPRESS_INSTRUMENTATION_KEY
 from opentelemetry.trace import StatusCode
+from span_checks import kinds, one
 
 from ragas_trace import semconv as sc
 from ragas_trace._internal_errors import internal_error_counts, reset_internal_error_counts

@@ -17,11 +17,10 @@ from llamaindex_fakes import (  # noqa: F401 (the fixture is used by name)
     MockLLM,
     ScriptedLLM,
     index,
-    kinds,
-    one,
     tracing_fixture,
 )
 from opentelemetry.trace import StatusCode
+from span_checks import kinds, one
 
 from ragas_trace import semconv as sc
 from ragas_trace.collectors import llamaindex
