@@ -1,8 +1,18 @@
+import argparse
 import logging
 
 import pytest
 
-from ragas_trace._settings import Setting, integer, number, optional, port, resolve, text
+from ragas_trace._settings import (
+    Setting,
+    argument_type,
+    integer,
+    number,
+    optional,
+    port,
+    resolve,
+    text,
+)
 
 ROW = Setting("queue_size", "X_QUEUE_SIZE", 10, integer(1), "help")
 
@@ -45,3 +55,13 @@ def test_parsers() -> None:
     assert port("8080") == 8080
     with pytest.raises(ValueError):
         port(70000)
+
+
+def test_argument_type_gives_argparse_the_parsers_message(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    parser = argparse.ArgumentParser(prog="p")
+    parser.add_argument("--n", type=argument_type(integer(1)))
+    assert parser.parse_args(["--n", "3"]).n == 3
+    with pytest.raises(SystemExit):
+        parser.parse_args(["--n", "0"])
+    assert "argument --n: expected an integer >= 1, got '0'" in capsys.readouterr().err

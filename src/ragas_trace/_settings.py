@@ -8,6 +8,7 @@ app down."""
 
 from __future__ import annotations
 
+import argparse
 import logging
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, fields
@@ -129,3 +130,13 @@ def optional(parse: Parse) -> Parse:
 
 
 port = integer(0, 65535)
+
+
+def argument_type(parse: Parse) -> Callable[[str], Any]:
+    """``parse`` as an argparse ``type=``: its message, not argparse's generic one."""
+    def convert(text: str) -> Any:
+        try:
+            return parse(text)
+        except ValueError as exc:
+            raise argparse.ArgumentTypeError(str(exc)) from None
+    return convert

@@ -4,7 +4,6 @@ input order, and a one-line progress report on stderr."""
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import json
 import sys
@@ -13,6 +12,8 @@ from collections import deque
 from collections.abc import AsyncIterator, Awaitable, Iterable, Iterator
 from pathlib import Path
 from typing import IO, Any, TypeVar
+
+from ragas_trace._settings import argument_type, integer
 
 T = TypeVar("T")
 
@@ -36,12 +37,7 @@ def read_jsonl(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
             yield number, value
 
 
-def positive_int(text: str) -> int:
-    """An argparse type: an integer of at least 1."""
-    value = int(text)
-    if value < 1:
-        raise argparse.ArgumentTypeError("must be at least 1")
-    return value
+positive_int = argument_type(integer(1))  # an argparse type: an integer of at least 1
 
 
 def count_lines(path: Path) -> int:

@@ -10,14 +10,20 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from ragas_trace._settings import argument_type, integer, number
+
 _DESCRIPTION = __doc__
+_AT_LEAST_1 = argument_type(integer(1))
+_PORT = argument_type(integer(1, 65535))
+_NON_NEGATIVE = argument_type(number(0.0))
+_SHARE = argument_type(number(0.0, 1.0))
 
 
 def register(subparsers: Any) -> None:
     parser: argparse.ArgumentParser = subparsers.add_parser(
         "demo", help="run a demo RAG app, score every request, export the spans",
         description=_DESCRIPTION)
-    parser.add_argument("--requests", type=_positive_int, default=40, metavar="N",
+    parser.add_argument("--requests", type=_AT_LEAST_1, default=40, metavar="N",
                         help="requests to send (default 40)")
     parser.add_argument("--out", type=Path, default=Path("demo-out"), metavar="DIR",
                         help="write spans to DIR/spans.jsonl as OTLP JSON lines "
@@ -29,7 +35,7 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--drift", action="store_true",
                         help="raise the hallucination share from --hallucination-rate to "
                              "--drift-to over the run, so a drop shows on a dashboard")
-    parser.add_argument("--metrics-port", type=_port, default=None, metavar="PORT",
+    parser.add_argument("--metrics-port", type=_PORT, default=None, metavar="PORT",
                         help="serve Prometheus metrics on this port while the demo runs")
     parser.add_argument("--otlp-endpoint", default=None, metavar="URL",
                         help="send traces and metrics to this OTLP/HTTP collector, e.g. "
@@ -39,19 +45,19 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--service-name", default=None,
                         help="OTel service name (default OTEL_SERVICE_NAME, else "
                              "ragas-trace-demo)")
-    parser.add_argument("--interval", type=_non_negative, default=0.0, metavar="SECONDS",
+    parser.add_argument("--interval", type=_NON_NEGATIVE, default=0.0, metavar="SECONDS",
                         help="pause between requests, to spread a run over time")
-    parser.add_argument("--linger", type=_non_negative, default=0.0, metavar="SECONDS",
+    parser.add_argument("--linger", type=_NON_NEGATIVE, default=0.0, metavar="SECONDS",
                         help="keep the process (and its metrics endpoint) up this long "
                              "after the last score")
-    parser.add_argument("--hallucination-rate", type=_share, default=0.1, metavar="SHARE",
+    parser.add_argument("--hallucination-rate", type=_SHARE, default=0.1, metavar="SHARE",
                         help="share of hallucinated answers (default 0.1)")
-    parser.add_argument("--evasion-rate", type=_share, default=0.05, metavar="SHARE",
+    parser.add_argument("--evasion-rate", type=_SHARE, default=0.05, metavar="SHARE",
                         help="share of evasive answers (default 0.05)")
-    parser.add_argument("--drift-to", type=_share, default=0.8, metavar="SHARE",
+    parser.add_argument("--drift-to", type=_SHARE, default=0.8, metavar="SHARE",
                         help="hallucination share reached at the end of a --drift run "
                              "(default 0.8)")
-    parser.add_argument("--drift-requests", type=_positive_int, default=None, metavar="N",
+    parser.add_argument("--drift-requests", type=_AT_LEAST_1, default=None, metavar="N",
                         help="reach --drift-to after N requests and stay there "
                              "(default: at the last request)")
     parser.set_defaults(func=run)
@@ -111,31 +117,3 @@ def _progress(phase: str, done: int, total: int) -> None:
               else "waiting for the last scores...", file=sys.stderr, flush=True)
     elif phase == "lingering":
         print("keeping the metrics endpoint up...", file=sys.stderr, flush=True)
-
-
-def _positive_int(text: str) -> int:
-    value = int(text)
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
-    return value
-
-
-def _port(text: str) -> int:
-    value = int(text)
-    if not 0 < value < 65536:
-        raise argparse.ArgumentTypeError(f"not a port number: {value}")
-    return value
-
-
-def _non_negative(text: str) -> float:
-    value = float(text)
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"must not be negative, got {value}")
-    return value
-
-
-def _share(text: str) -> float:
-    value = float(text)
-    if not 0.0 <= value <= 1.0:
-        raise argparse.ArgumentTypeError(f"must be between 0 and 1, got {value}")
-    return value
