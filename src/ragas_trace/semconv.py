@@ -11,6 +11,8 @@ KIND_RETRIEVER: Final = "RETRIEVER"
 KIND_LLM: Final = "LLM"
 KIND_EMBEDDING: Final = "EMBEDDING"
 KIND_EVALUATOR: Final = "EVALUATOR"
+KIND_TOOL: Final = "TOOL"
+KIND_AGENT: Final = "AGENT"
 
 INPUT_VALUE: Final = "input.value"
 INPUT_MIME_TYPE: Final = "input.mime_type"
@@ -32,6 +34,19 @@ LLM_TOKEN_COUNT_PROMPT: Final = "llm.token_count.prompt"
 LLM_TOKEN_COUNT_COMPLETION: Final = "llm.token_count.completion"
 LLM_TOKEN_COUNT_TOTAL: Final = "llm.token_count.total"
 
+LLM_INPUT_MESSAGES: Final = "llm.input_messages"
+LLM_OUTPUT_MESSAGES: Final = "llm.output_messages"
+MESSAGE_ROLE: Final = "message.role"
+MESSAGE_CONTENT: Final = "message.content"
+MESSAGE_TOOL_CALLS: Final = "message.tool_calls"
+TOOL_CALL_ID: Final = "tool_call.id"
+TOOL_CALL_FUNCTION_NAME: Final = "tool_call.function.name"
+TOOL_CALL_FUNCTION_ARGUMENTS: Final = "tool_call.function.arguments"
+
+TOOL_NAME: Final = "tool.name"
+TOOL_DESCRIPTION: Final = "tool.description"
+TOOL_PARAMETERS: Final = "tool.parameters"
+
 SESSION_ID: Final = "session.id"
 USER_ID: Final = "user.id"
 METADATA: Final = "metadata"
@@ -47,6 +62,10 @@ GEN_AI_OPERATION_NAME: Final = "gen_ai.operation.name"
 GEN_AI_OPERATION_CHAT: Final = "chat"
 GEN_AI_OPERATION_EMBEDDINGS: Final = "embeddings"
 GEN_AI_OPERATION_RETRIEVAL: Final = "retrieval"
+GEN_AI_OPERATION_EXECUTE_TOOL: Final = "execute_tool"
+GEN_AI_TOOL_NAME: Final = "gen_ai.tool.name"
+GEN_AI_TOOL_CALL_ID: Final = "gen_ai.tool.call.id"
+GEN_AI_CONVERSATION_ID: Final = "gen_ai.conversation.id"
 GEN_AI_SYSTEM: Final = "gen_ai.system"
 GEN_AI_PROVIDER_NAME: Final = "gen_ai.provider.name"
 GEN_AI_REQUEST_MODEL: Final = "gen_ai.request.model"
@@ -95,6 +114,17 @@ RAGAS_CONTEXT_SENTENCES_KEPT: Final = "ragas.context_relevance.sentences_kept"
 def document_key(index: int, field: str) -> str:
     """``retrieval.documents.{index}.{field}``, e.g. ``document_key(0, DOCUMENT_CONTENT)``."""
     return f"{RETRIEVAL_DOCUMENTS}.{index}.{field}"
+
+
+def message_key(direction: str, index: int, field: str) -> str:
+    """``llm.<direction>_messages.{index}.<field>``; ``direction`` is ``input`` or ``output``,
+    e.g. ``message_key("input", 0, MESSAGE_ROLE)``."""
+    return f"llm.{direction}_messages.{index}.{field}"
+
+
+def tool_call_key(direction: str, index: int, call: int, field: str) -> str:
+    """``llm.<direction>_messages.{index}.message.tool_calls.{call}.<field>``."""
+    return f"{message_key(direction, index, MESSAGE_TOOL_CALLS)}.{call}.{field}"
 
 
 def metric_attribute(metric: str) -> str:

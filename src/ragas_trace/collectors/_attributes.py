@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from opentelemetry.util.types import AttributeValue
@@ -142,6 +143,55 @@ def metadata_json(metadata: Mapping[str, Any]) -> str:
         else:
             return _METADATA_ENCODER.encode(metadata)
     return "{" + ", ".join(parts) + "}"
+
+
+@dataclass(frozen=True, slots=True)
+class Message:
+    """One chat message as recorded on an LLM span: ``tool_calls`` are
+    ``(id, function name, JSON arguments)``."""
+
+    role: str
+    content: str | None
+    tool_calls: tuple[tuple[str | None, str, str | None], ...] = ()
+
+
+def message_attributes(direction: str, messages: Sequence[Message],
+                       max_messages: int = 64) -> Iterator[Attribute]:
+    """OpenInference ``llm.input_messages.*`` (``direction="input"``) or
+    ``llm.output_messages.*``: role, content and tool calls of each message; at most
+    ``max_messages`` (the latest ones), as the span attribute limit is 128 by default."""
+    start = max(0, len(messages) - max_messages)
+    for i, message in enumerate(messages[start:]):
+        yield sc.message_key(direction, i, sc.MESSAGE_ROLE), message.role
+        if message.content is not None:
+            yield sc.message_key(direction, i, sc.MESSAGE_CONTENT), message.content
+        for j, (call_id, name, arguments) in enumerate(message.tool_calls):
+            if call_id:
+                yield sc.tool_call_key(direction, i, j, sc.TOOL_CALL_ID), call_id
+            yield sc.tool_call_key(direction, i, j, sc.TOOL_CALL_FUNCTION_NAME), name
+            if arguments is not None:
+                yield sc.tool_call_key(direction, i, j, sc.TOOL_CALL_FUNCTION_ARGUMENTS), arguments
+
+
+def tool_attributes(name: str, description: str | None = None,
+                    call_id: str | None = None) -> Iterator[Attribute]:
+    """A TOOL span's start attributes, OpenInference and GenAI spelling (its input and
+    output go in ``input.value`` / ``output.value``)."""
+    yield sc.SPAN_KIND, sc.KIND_TOOL
+    yield sc.GEN_AI_OPERATION_NAME, sc.GEN_AI_OPERATION_EXECUTE_TOOL
+    yield sc.TOOL_NAME, name
+    yield sc.GEN_AI_TOOL_NAME, name
+    if description:
+        yield sc.TOOL_DESCRIPTION, description
+    if call_id:
+        yield sc.GEN_AI_TOOL_CALL_ID, call_id
+
+
+def session_attributes(session_id: str | None) -> Iterator[Attribute]:
+    """OpenInference ``session.id`` and GenAI ``gen_ai.conversation.id``."""
+    if session_id:
+        yield sc.SESSION_ID, session_id
+        yield sc.GEN_AI_CONVERSATION_ID, session_id
 
 
 def documents_total(count: int) -> Iterator[Attribute]:
