@@ -1,6 +1,9 @@
 """What judging one record costs: LLM calls, sequential rounds, prompt and completion
-tokens of our OpenAI judge, against Ragas 0.4.3's Faithfulness + AnswerRelevancy +
-ContextRelevance on the same records in the same run.
+tokens and their price, of our OpenAI judge against Ragas 0.4.3's Faithfulness +
+AnswerRelevancy + ContextRelevance on the same records in the same run.
+
+Price is in input-token equivalents at gpt-4o-mini's list prices: an output token
+costs 4 input tokens, an embedding token 0.02 / 0.15 of one.
 
 Data: the 50 WikiEval contexts in ``../shared/data/wikieval-50.json`` (beside the checkout)
 (question, reference answer as the answer, Wikipedia context). Both judges talk to
@@ -42,12 +45,17 @@ from ragas_trace.testing.openai_server import (
     FakeOpenAIServer,
     RecordedRequest,
 )
+from results_file import write_results
 
 # shared/ sits beside the checkout
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "wikieval-50.json"
 ROOT = Path(__file__).resolve().parent.parent
-ISSUE_RAGAS_FIGURE = {"chat_calls": 5, "embedding_calls": 2, "rounds": 3, "prompt_tokens": 4800}
-TARGET_RATIO = 0.65
+ISSUE_RAGAS_FIGURE = {"chat_calls": 5, "embedding_calls": 2, "rounds": 3, "prompt_tokens": 5778,
+                      "completion_tokens": 484, "embedding_tokens": 52}
+TARGET_RATIO = 0.65  # prompt tokens
+TARGET_PRICE_RATIO = 0.6
+OUTPUT_PRICE = 4.0  # gpt-4o-mini: $0.60 / $0.15 per million
+EMBEDDING_PRICE = 0.02 / 0.15  # text-embedding-3-small against gpt-4o-mini input
 
 
 @dataclass
@@ -58,6 +66,14 @@ class Cost:
     prompt_tokens: int  # chat prompts
     completion_tokens: int
     embedding_tokens: int
+
+    @property
+    def price(self) -> float:
+        return price_of(self.prompt_tokens, self.completion_tokens, self.embedding_tokens)
+
+
+def price_of(prompt: float, completion: float, embedding: float) -> float:
+    return prompt + OUTPUT_PRICE * completion + EMBEDDING_PRICE * embedding
 
 
 def cost_of(requests: list[RecordedRequest]) -> Cost:
@@ -193,12 +209,52 @@ def main() -> int:
         report["ragas_measured"] = False
     base = report["ragas_0_4_3"]["prompt_tokens"]
     report["prompt_token_ratio"] = round(report["ours"]["prompt_tokens"] / base, 3)
+    for side in ("ours", "ragas_0_4_3"):
+        row = report[side]
+        row["price"] = round(price_of(row["prompt_tokens"], row["completion_tokens"],
+                                      row["embedding_tokens"]), 1)
+    report["price_ratio"] = round(report["ours"]["price"] / report["ragas_0_4_3"]["price"], 3)
     report["per_record_ratios"] = _ratio_spread(ours, theirs)
-    report["target_met"] = report["prompt_token_ratio"] <= TARGET_RATIO
+    report["target_met"] = (report["prompt_token_ratio"] <= TARGET_RATIO
+                            and report["price_ratio"] <= TARGET_PRICE_RATIO)
     if not args.no_local:
         report["local_judge"] = local_judge_section(args.records, args.local_threads)
     print(json.dumps(report, indent=2) if args.json else render(report))
+    if theirs:
+        write_results("judge_cost", _figures(report),
+                      command=f"python bench/judge_cost.py --records {len(records)}")
     return 0
+
+
+def _figures(report: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    ours, theirs = report["ours"], report["ragas_0_4_3"]
+    baseline = "Ragas 0.4.3 on the same records, same run"
+    return {
+        "price_ratio": {"value": report["price_ratio"], "baseline": baseline,
+                        "target": TARGET_PRICE_RATIO,
+                        "label": "OpenAI judge: price per record (input-token equivalents "
+                                 "at gpt-4o-mini prices) vs Ragas"},
+        "prompt_token_ratio": {"value": report["prompt_token_ratio"], "baseline": baseline,
+                               "target": TARGET_RATIO,
+                               "label": "OpenAI judge: prompt tokens per record vs Ragas"},
+        "price_ours": {"value": ours["price"], "unit": "token-equivalents",
+                       "label": "OpenAI judge: price per record"},
+        "price_ragas": {"value": theirs["price"], "unit": "token-equivalents",
+                        "label": "Ragas 0.4.3: price per record"},
+        "completion_tokens_ours": {"value": round(ours["completion_tokens"], 1),
+                                   "unit": "tokens",
+                                   "label": "OpenAI judge: completion tokens per record"},
+        "completion_tokens_ragas": {"value": round(theirs["completion_tokens"], 1),
+                                    "unit": "tokens",
+                                    "label": "Ragas 0.4.3: completion tokens per record"},
+        "calls_ours": {"value": f"{ours['chat_calls']:g} chat + {ours['embedding_calls']:g} "
+                                f"embeddings in {ours['rounds']:.1f} rounds",
+                       "label": "OpenAI judge: calls per record"},
+        "calls_ragas": {"value": f"{theirs['chat_calls']:g} chat + "
+                                 f"{theirs['embedding_calls']:g} embeddings in "
+                                 f"{theirs['rounds']:.1f} rounds",
+                        "label": "Ragas 0.4.3: calls per record"},
+    }
 
 
 def local_judge_section(records: int, threads: int) -> dict[str, Any]:
@@ -214,9 +270,10 @@ def local_judge_section(records: int, threads: int) -> dict[str, Any]:
 
 
 def _ratio_spread(ours: list[Cost], theirs: list[Cost]) -> dict[str, float] | None:
+    """Per-record spread of the price ratio."""
     if not theirs:
         return None
-    ratios = sorted(o.prompt_tokens / t.prompt_tokens for o, t in zip(ours, theirs, strict=True))
+    ratios = sorted(o.price / t.price for o, t in zip(ours, theirs, strict=True))
     return {"min": round(ratios[0], 3), "median": round(statistics.median(ratios), 3),
             "max": round(ratios[-1], 3)}
 
@@ -232,8 +289,12 @@ def render(report: dict[str, Any]) -> str:
         mine, other = ours.get(field), theirs.get(field)
         lines.append(f"{field:<20}{mine:>12.1f}" + (f"{other:>14.1f}" if other is not None
                                                       else f"{'-':>14}"))
+    lines.append(f"{'price':<20}{ours['price']:>12.1f}{theirs['price']:>14.1f}")
     lines.append(f"prompt-token ratio ours/ragas: {report['prompt_token_ratio']:.3f} "
-                 f"(target <= {TARGET_RATIO}; per record {report['per_record_ratios']})")
+                 f"(target <= {TARGET_RATIO})")
+    lines.append(f"price ratio ours/ragas: {report['price_ratio']:.3f} "
+                 f"(target <= {TARGET_PRICE_RATIO}; output x{OUTPUT_PRICE:g}, "
+                 f"embeddings x{EMBEDDING_PRICE:.3f}; per record {report['per_record_ratios']})")
     lines.append(f"ours per task [prompt, completion]: {report['ours_by_task_prompt_completion']}")
     local = report.get("local_judge")
     if local is not None:

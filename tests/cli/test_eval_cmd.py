@@ -10,7 +10,8 @@ import pytest
 from ragas_trace.cli.eval_cmd import preference_point
 from ragas_trace.cli.main import main
 from ragas_trace.judges.prompts import Task
-from ragas_trace.testing.openai_server import FakeOpenAIServer, Fault
+from ragas_trace.testing.fake_judge import default_reply
+from ragas_trace.testing.openai_server import FakeOpenAIServer
 
 ROW = {
     "question": "When was the Eiffel Tower completed?",
@@ -52,7 +53,8 @@ def test_eval_json_shape_and_splits(server: FakeOpenAIServer, tmp_path: Path,
 
 def test_eval_failed_scores_count_zero(server: FakeOpenAIServer, tmp_path: Path,
                                        capsys: pytest.CaptureFixture[str]) -> None:
-    server.inject(Fault.INVALID_JSON, times=None, task=Task.VERDICTS)
+    # The verdicts part of the grounding reply is unreadable; its selection part stands.
+    server.set_reply(Task.GROUNDING, lambda r: {**default_reply(r), "verdicts": "garbage"})
     path = _dataset(tmp_path, [ROW])
     assert main(["eval", "--dataset", str(path), "--judge", "openai", "--json"]) == 0
     splits = json.loads(capsys.readouterr().out)["splits"]["all"]

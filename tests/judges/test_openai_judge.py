@@ -55,23 +55,44 @@ async def test_good_answer_scores_every_metric_within_the_call_budget(
     assert len(s.generated_questions) == 3
     assert s.judge == "openai:judge-model"
     stats = server.stats()
-    assert (stats.chat_requests, stats.embedding_requests) == (4, 1)
-    assert (s.usage.chat_calls, s.usage.embedding_calls, s.usage.rounds) == (4, 1, 2)
+    assert (stats.chat_requests, stats.embedding_requests) == (3, 1)
+    assert (s.usage.chat_calls, s.usage.embedding_calls, s.usage.rounds) == (3, 1, 2)
     assert s.usage.prompt_tokens == stats.prompt_tokens > 0
     assert s.usage.completion_tokens == stats.completion_tokens > 0
-    assert sorted(stats.by_task) == sorted(str(t) for t in Task)
+    assert sorted(stats.by_task) == sorted([Task.STATEMENTS, Task.QUESTIONS, Task.GROUNDING])
+    # one copy of the context per record, numbered; sentences cited by number
+    grounding = next(r for r in server.recorded() if r.task is Task.GROUNDING)
+    prompt = grounding.body["messages"][-1]["content"]
+    assert prompt.count("Bananas are a popular fruit.") == 1
+    assert "[3] Bananas are a popular fruit." in prompt
+    assert s.statements[0].reason.startswith("supported by [2] ")
+
+
+async def test_context_relevance_alone_or_without_statements_is_one_call(
+        server: FakeOpenAIServer) -> None:
+    judge = _judge(server)
+    alone = await judge.evaluate(QUESTION, [CONTEXT], GOOD, frozenset({Metric.CONTEXT_RELEVANCE}))
+    assert alone.usage.rounds == 1 and alone.usage.chat_calls == 1
+    faith_only = await judge.evaluate(QUESTION, [CONTEXT], GOOD,
+                                      frozenset({Metric.FAITHFULNESS}))
+    await judge.aclose()
+    assert alone.context_relevance == pytest.approx(2 / 3)
+    assert faith_only.faithfulness == 1.0
+    assert server.stats().by_task[Task.CONTEXT] == 1
+    assert server.stats().by_task[Task.VERDICTS] == 1
+    assert server.stats().by_task[Task.GROUNDING] == 0
 
 
 async def test_round_one_calls_run_concurrently(server: FakeOpenAIServer) -> None:
-    # Each round-one reply waits until all three requests have arrived: if the judge
+    # Each round-one reply waits until both requests have arrived: if the judge
     # sent them one after another, the barrier would break and the metrics fail.
-    barrier = threading.Barrier(3, timeout=10)
+    barrier = threading.Barrier(2, timeout=10)
 
     def together(request: TaskInput) -> object:
         barrier.wait()
         return default_reply(request)
 
-    for task in (Task.STATEMENTS, Task.QUESTIONS, Task.CONTEXT):
+    for task in (Task.STATEMENTS, Task.QUESTIONS):
         server.set_reply(task, together)
     judge = _judge(server, max_retries=0)
     s = await judge.evaluate(QUESTION, [CONTEXT], GOOD)
@@ -95,10 +116,12 @@ async def test_refusal_gives_no_statements_and_zero_relevance(server: FakeOpenAI
     assert s.result(Metric.FAITHFULNESS).status is MetricStatus.NO_STATEMENTS
     assert s.faithfulness is None
     assert s.answer_relevance == 0.0  # noncommittal
-    # no verification round and no embeddings for an answer without statements
-    assert server.stats().by_task[Task.VERDICTS] == 0
+    # no verification and no embeddings for an answer without statements; context
+    # relevance still gets its selection call
+    assert server.stats().by_task[Task.VERDICTS] == server.stats().by_task[Task.GROUNDING] == 0
+    assert server.stats().by_task[Task.CONTEXT] == 1
     assert server.stats().embedding_requests == 0
-    assert s.usage.rounds == 1
+    assert s.context_relevance is not None
 
 
 async def test_insufficient_context_scores_zero(server: FakeOpenAIServer) -> None:
@@ -163,14 +186,27 @@ async def test_german_answer_and_context(server: FakeOpenAIServer) -> None:
 
 
 async def test_judge_copies_with_other_quotes_still_match(server: FakeOpenAIServer) -> None:
+    # A judge that copies sentences out instead of giving their numbers is understood.
     server.set_reply(Task.CONTEXT, lambda r: {
         "sentences": ["“Paris,” he said,  is big", "Invented sentence."],
         "insufficient_information": False})
     judge = _judge(server)
-    s = await judge.evaluate("What did he say?", ['"Paris," he said, is big. Rome is old.'], "x")
+    s = await judge.evaluate("What did he say?", ['"Paris," he said, is big. Rome is old.'], "x",
+                             frozenset({Metric.CONTEXT_RELEVANCE}))
     await judge.aclose()
     assert s.context_relevance == 0.5
     assert s.kept_sentences == ('"Paris," he said, is big.',)
+
+
+async def test_sentence_numbers_out_of_range_never_count(server: FakeOpenAIServer) -> None:
+    server.set_reply(Task.CONTEXT, lambda r: {"sentences": [2, 2, "[1]", 7, 0],
+                                              "insufficient_information": False})
+    judge = _judge(server)
+    s = await judge.evaluate(QUESTION, [CONTEXT], GOOD, frozenset({Metric.CONTEXT_RELEVANCE}))
+    await judge.aclose()
+    assert s.context_relevance == pytest.approx(2 / 3)
+    assert s.kept_sentences == ("The Eiffel Tower is a wrought-iron tower in Paris.",
+                                "The Eiffel Tower was built from 1887 to 1889.")
 
 
 async def test_cache_avoids_paying_twice(server: FakeOpenAIServer) -> None:
@@ -180,7 +216,7 @@ async def test_cache_avoids_paying_twice(server: FakeOpenAIServer) -> None:
     await judge.aclose()
     assert second.faithfulness == first.faithfulness
     assert second.answer_relevance == first.answer_relevance
-    assert server.stats().chat_requests == 4 and server.stats().embedding_requests == 1
+    assert server.stats().chat_requests == 3 and server.stats().embedding_requests == 1
     assert second.usage.chat_calls == 0 and second.usage.prompt_tokens == 0
 
 
@@ -214,7 +250,7 @@ async def test_many_records_concurrently(server: FakeOpenAIServer) -> None:
                                      for _ in range(10)))
     await judge.aclose()
     assert all(r.faithfulness == 1.0 for r in results)
-    assert server.stats().chat_requests == 40
+    assert server.stats().chat_requests == 30
 
 
 def test_sync_score_with_a_judge_object_across_loops(server: FakeOpenAIServer) -> None:
@@ -261,8 +297,8 @@ def test_settings_validation(monkeypatch: pytest.MonkeyPatch,
 
 
 @pytest.mark.parametrize(("cap", "expected"), [
-    (0, {"statements": 1024, "questions": 512, "context_sentences": 4096, "verdicts": 4096}),
-    (600, {"statements": 600, "questions": 512, "context_sentences": 600, "verdicts": 600}),
+    (0, {"statements": 1024, "questions": 512, "grounding": 4096}),
+    (600, {"statements": 600, "questions": 512, "grounding": 600}),
 ])
 async def test_max_reply_tokens_caps_each_request(
         server: FakeOpenAIServer, cap: int, expected: dict[str, int]) -> None:

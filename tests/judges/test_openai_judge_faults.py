@@ -10,7 +10,8 @@ import pytest
 from ragas_trace.judges.openai_judge import OpenAIJudge
 from ragas_trace.judges.prompts import Task
 from ragas_trace.results import Metric, MetricStatus, Scores
-from ragas_trace.testing.openai_server import EMBEDDINGS_PATH, FakeOpenAIServer, Fault
+from ragas_trace.testing.fake_judge import default_reply
+from ragas_trace.testing.openai_server import CHAT_PATH, EMBEDDINGS_PATH, FakeOpenAIServer, Fault
 
 QUESTION = "When was the Eiffel Tower built?"
 CONTEXT = "The Eiffel Tower is in Paris. The Eiffel Tower was built from 1887 to 1889."
@@ -49,12 +50,12 @@ def _all_scored_except(s: Scores, *failed: Metric) -> None:
 
 
 async def test_transient_500_is_retried(server: FakeOpenAIServer) -> None:
-    server.inject(Fault.SERVER_ERROR, times=2, task=Task.VERDICTS)
+    server.inject(Fault.SERVER_ERROR, times=2, task=Task.GROUNDING)
     s = await _evaluate(server, max_retries=2)
     _all_scored_except(s)
     assert s.faithfulness == 1.0
-    assert server.stats().by_task[Task.VERDICTS] == 3
-    assert s.usage.chat_calls == 4  # logical calls; retries are not extra calls
+    assert server.stats().by_task[Task.GROUNDING] == 3
+    assert s.usage.chat_calls == 3  # logical calls; retries are not extra calls
 
 
 async def test_persistent_500_fails_with_reason(server: FakeOpenAIServer) -> None:
@@ -74,20 +75,22 @@ async def test_429_with_retry_after_is_honoured(server: FakeOpenAIServer) -> Non
 
 async def test_429_asking_longer_than_the_budget_gives_up_at_once(
         server: FakeOpenAIServer) -> None:
-    server.inject(Fault.RATE_LIMIT, times=None, task=Task.CONTEXT, retry_after_s=3600)
+    server.inject(Fault.RATE_LIMIT, times=None, task=Task.GROUNDING, retry_after_s=3600)
     s = await _evaluate(server, total_timeout_s=30)
-    reason = _failed(s, Metric.CONTEXT_RELEVANCE)
-    assert "HTTP 429" in reason and "no time left" in reason
-    assert server.stats().by_task[Task.CONTEXT] == 1
-    _all_scored_except(s, Metric.CONTEXT_RELEVANCE)
+    for metric in (Metric.CONTEXT_RELEVANCE, Metric.FAITHFULNESS):
+        reason = _failed(s, metric)
+        assert "HTTP 429" in reason and "no time left" in reason
+    assert server.stats().by_task[Task.GROUNDING] == 1
+    _all_scored_except(s, Metric.CONTEXT_RELEVANCE, Metric.FAITHFULNESS)
 
 
 async def test_hang_is_a_timeout(server: FakeOpenAIServer) -> None:
-    server.inject(Fault.HANG, task=Task.VERDICTS)
+    server.inject(Fault.HANG, task=Task.GROUNDING)
     s = await _evaluate(server, timeout_s=0.3, max_retries=0)
     reason = _failed(s, Metric.FAITHFULNESS, MetricStatus.TIMEOUT)
     assert "statement verification" in reason
-    _all_scored_except(s, Metric.FAITHFULNESS)
+    _failed(s, Metric.CONTEXT_RELEVANCE, MetricStatus.TIMEOUT)
+    _all_scored_except(s, Metric.FAITHFULNESS, Metric.CONTEXT_RELEVANCE)
 
 
 async def test_total_budget_bounds_retries_of_hangs(server: FakeOpenAIServer) -> None:
@@ -109,17 +112,19 @@ async def test_invalid_json_fails_the_metric(server: FakeOpenAIServer) -> None:
 
 async def test_invalid_json_verdicts_are_never_counted_as_supported(
         server: FakeOpenAIServer) -> None:
-    server.inject(Fault.INVALID_JSON, task=Task.VERDICTS)
+    server.inject(Fault.INVALID_JSON, task=Task.GROUNDING)
     s = await _evaluate(server)
     _failed(s, Metric.FAITHFULNESS)
+    _failed(s, Metric.CONTEXT_RELEVANCE)
 
 
 async def test_truncated_reply_fails_the_metric(server: FakeOpenAIServer) -> None:
-    server.inject(Fault.TRUNCATED, task=Task.CONTEXT)
+    server.inject(Fault.TRUNCATED, task=Task.GROUNDING)
     s = await _evaluate(server)
     assert "truncated" in _failed(s, Metric.CONTEXT_RELEVANCE)
-    assert s.kept_sentences == ()
-    _all_scored_except(s, Metric.CONTEXT_RELEVANCE)
+    assert "truncated" in _failed(s, Metric.FAITHFULNESS)
+    assert s.kept_sentences == () and s.statements == ()
+    _all_scored_except(s, Metric.CONTEXT_RELEVANCE, Metric.FAITHFULNESS)
 
 
 async def test_dropped_connection_is_retried(server: FakeOpenAIServer) -> None:
@@ -150,14 +155,15 @@ async def test_schema_refused_falls_back_to_json_object(server: FakeOpenAIServer
 
 async def test_missing_verdicts_fail_instead_of_guessing(server: FakeOpenAIServer) -> None:
     server.set_reply(Task.STATEMENTS, lambda r: {"statements": ["A.", "B."]})
-    server.set_reply(Task.VERDICTS, lambda r: {"verdicts": [
+    server.set_reply(Task.GROUNDING, lambda r: {"sentences": [2], "verdicts": [
         {"id": 1, "reason": "ok", "supported": True}]})
     s = await _evaluate(server)
     assert "1 verdicts for 2 statements" in _failed(s, Metric.FAITHFULNESS)
+    _all_scored_except(s, Metric.FAITHFULNESS)  # the selection part of the reply stands
 
 
 async def test_unreadable_verdict_value_fails(server: FakeOpenAIServer) -> None:
-    server.set_reply(Task.VERDICTS, lambda r: {"verdicts": [
+    server.set_reply(Task.GROUNDING, lambda r: {"sentences": [2], "verdicts": [
         {"id": 1, "reason": "hmm", "supported": "maybe"}]})
     s = await _evaluate(server)
     assert "yes/no" in _failed(s, Metric.FAITHFULNESS)
@@ -165,17 +171,18 @@ async def test_unreadable_verdict_value_fails(server: FakeOpenAIServer) -> None:
 
 async def test_prose_around_json_and_yes_no_verdicts_are_accepted(
         server: FakeOpenAIServer) -> None:
-    server.set_reply(Task.VERDICTS, lambda r: 'Here you go:\n```json\n{"verdicts": '
-                     '[{"id": 1, "reason": "stated", "verdict": "Yes"}]}\n```')
+    server.set_reply(Task.GROUNDING, lambda r: 'Here you go:\n```json\n{"sentences": ["2"], '
+                     '"verdicts": [{"id": 1, "reason": "stated", "verdict": "Yes"}]}\n```')
     s = await _evaluate(server)
     assert s.faithfulness == 1.0
 
 
 async def test_invented_context_sentences_fail(server: FakeOpenAIServer) -> None:
-    server.set_reply(Task.CONTEXT, lambda r: {"sentences": ["The tower is made of cheese."],
-                                              "insufficient_information": False})
+    server.set_reply(Task.GROUNDING, lambda r: {**default_reply(r),
+                                                "sentences": ["The tower is made of cheese.", 9]})
     s = await _evaluate(server)
-    assert "occurs in the context" in _failed(s, Metric.CONTEXT_RELEVANCE)
+    assert "selected is in the context" in _failed(s, Metric.CONTEXT_RELEVANCE)
+    _all_scored_except(s, Metric.CONTEXT_RELEVANCE)
 
 
 async def test_embedding_errors_fail_answer_relevance(server: FakeOpenAIServer) -> None:
@@ -209,3 +216,40 @@ async def test_other_bad_requests_fail_without_retry(server: FakeOpenAIServer) -
     s = await _evaluate(server)
     assert "HTTP 400" in _failed(s, Metric.FAITHFULNESS)
     assert server.stats().chat_requests == 3
+
+
+@pytest.mark.parametrize("path", [CHAT_PATH, EMBEDDINGS_PATH])
+async def test_http_200_garbage_is_a_judge_failure_with_a_fixed_reason(
+        server: FakeOpenAIServer, path: str) -> None:
+    server.inject(Fault.GARBAGE, times=None, path=path)
+    first = await _evaluate(server, max_retries=1)
+    second = await _evaluate(server, max_retries=1)
+    failed = [m for m in Metric if first.result(m).status is MetricStatus.FAILED]
+    assert failed == (list(Metric) if path == CHAT_PATH else [Metric.ANSWER_RELEVANCE])
+    for metric in failed:
+        reason = _failed(first, metric)
+        assert "not valid JSON" in reason and "internal error" not in reason
+        assert reason == second.result(metric).reason  # one label value, whatever the record
+
+
+@pytest.mark.parametrize(("fault", "why"), [
+    (Fault.ZERO_EMBEDDINGS, "all-zero vectors"),
+    (Fault.NAN_EMBEDDINGS, "non-finite values"),
+])
+async def test_degenerate_embeddings_fail_answer_relevance(
+        server: FakeOpenAIServer, fault: Fault, why: str) -> None:
+    server.inject(fault, times=None, path=EMBEDDINGS_PATH)
+    s = await _evaluate(server)
+    assert _failed(s, Metric.ANSWER_RELEVANCE) == f"embedding: {why}"
+    assert s.answer_relevance is None  # never 0.0 "scored"
+    _all_scored_except(s, Metric.ANSWER_RELEVANCE)
+
+
+async def test_embeddings_that_change_dimension_fail(server: FakeOpenAIServer) -> None:
+    judge = OpenAIJudge(model="m", base_url=server.base_url, api_key="test")
+    before = await judge.evaluate(QUESTION, [CONTEXT], ANSWER)
+    server.inject(Fault.SHORT_EMBEDDINGS, times=None, path=EMBEDDINGS_PATH)
+    after = await judge.evaluate(QUESTION, [CONTEXT], ANSWER)
+    await judge.aclose()
+    assert before.result(Metric.ANSWER_RELEVANCE).status is MetricStatus.SCORED
+    assert _failed(after, Metric.ANSWER_RELEVANCE) == "embedding: the vectors' dimension changed"

@@ -42,6 +42,15 @@ def test_statements_and_questions() -> None:
     assert parse_questions({"questions": []}) == ([], False)
 
 
+def test_context_selections_by_number_or_copy() -> None:
+    assert parse_context_sentences({"sentences": [2, "3", "[4]", " It rains. "]}) == (
+        [2, 3, 4, "It rains."], False)
+    with pytest.raises(ReplyError, match="not a sentence number"):
+        parse_context_sentences({"sentences": [True]})
+    with pytest.raises(ReplyError, match="no list"):
+        parse_context_sentences({"sentences": "2"})
+
+
 def test_insufficient_information_phrase() -> None:
     assert parse_context_sentences({"sentences": ["Insufficient Information."]}) == ([], True)
     assert parse_context_sentences({"sentences": ["A."], "insufficient_information": False}) \
@@ -52,9 +61,10 @@ def test_verdicts_by_id_or_position() -> None:
     statements = ["A.", "B."]
     by_id = {"verdicts": [{"id": 2, "reason": "r2", "supported": False},
                           {"id": 1, "reason": "r1", "supported": True}]}
-    assert parse_verdicts(by_id, statements) == [(True, "r1"), (False, "r2")]
-    by_position = {"verdicts": [{"verdict": "yes"}, {"verdict": "No"}]}
-    assert parse_verdicts(by_position, statements) == [(True, ""), (False, "")]
+    assert parse_verdicts(by_id, statements) == [(True, "r1", []), (False, "r2", [])]
+    by_position = {"verdicts": [{"verdict": "yes", "evidence": [3, "[4]"]},
+                                {"verdict": "No", "reason": None}]}
+    assert parse_verdicts(by_position, statements) == [(True, "", [3, 4]), (False, "", [])]
     with pytest.raises(ReplyError, match="3 verdicts for 2"):
         parse_verdicts({"verdicts": [{"verdict": 1}] * 3}, statements)
     with pytest.raises(ReplyError):

@@ -47,10 +47,17 @@ def test_statements_one_per_sentence_and_usage(server: FakeOpenAIServer) -> None
 @pytest.mark.parametrize("mode", ["json_schema", "json_object", "none"])
 def test_task_is_recognised_without_a_schema(server: FakeOpenAIServer, mode: str) -> None:
     reply = _ask(_client(server), prompts.VERDICTS, prompts.verdicts_input(
-        ["Berlin ist die Hauptstadt Deutschlands."],
+        [["Berlin ist die Hauptstadt Deutschlands."]],
         ["Berlin ist die Hauptstadt Deutschlands.", "München liegt am Meer."]), mode)
     verdicts = json.loads(reply.choices[0].message.content or "")["verdicts"]
     assert [v["supported"] for v in verdicts] == [True, False]
+    assert [v["evidence"] for v in verdicts] == [[1], []]
+    grounding = _ask(_client(server), prompts.GROUNDING, prompts.grounding_input(
+        "Was ist die Hauptstadt Deutschlands?",
+        [["Berlin ist die Hauptstadt Deutschlands.", "Bananen sind gelb."]],
+        ["Berlin ist die Hauptstadt Deutschlands."]), mode)
+    both = json.loads(grounding.choices[0].message.content or "")
+    assert both["sentences"] == [1] and both["verdicts"][0]["supported"] is True
 
 
 def test_questions_context_and_noncommittal(server: FakeOpenAIServer) -> None:
@@ -63,10 +70,9 @@ def test_questions_context_and_noncommittal(server: FakeOpenAIServer) -> None:
     assert evasive["noncommittal"] is True
     kept = json.loads(_ask(client, prompts.CONTEXT, prompts.context_input(
         "What is the capital of France?",
-        ["Paris is the capital of France. Bananas are yellow."])).choices[0].message.content
+        [["Paris is the capital of France.", "Bananas are yellow."]])).choices[0].message.content
         or "")
-    assert kept == {"sentences": ["Paris is the capital of France."],
-                    "insufficient_information": False}
+    assert kept == {"sentences": [1], "insufficient_information": False}
 
 
 def test_embeddings_float_and_base64_agree(server: FakeOpenAIServer) -> None:

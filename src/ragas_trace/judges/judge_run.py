@@ -30,12 +30,13 @@ Vector = npt.NDArray[np.float64]
 STEP_NAMES = {
     Task.STATEMENTS: "statement extraction",
     Task.QUESTIONS: "question generation",
-    Task.CONTEXT: "context-sentence extraction",
+    Task.CONTEXT: "context-sentence selection",
     Task.VERDICTS: "statement verification",
+    Task.GROUNDING: "context-sentence selection and statement verification",
 }
 # Reply limits: generous for the tasks that copy text, tight for the others.
-MAX_TOKENS = {Task.STATEMENTS: 1024, Task.QUESTIONS: 512, Task.CONTEXT: 4096,
-              Task.VERDICTS: 4096}
+MAX_TOKENS = {Task.STATEMENTS: 1024, Task.QUESTIONS: 512, Task.CONTEXT: 1024,
+              Task.VERDICTS: 4096, Task.GROUNDING: 4096}
 _WEAKER_FORMAT = {"json_schema": "json_object", "json_object": "none"}
 
 
@@ -139,7 +140,8 @@ class JudgeRun:
                     max_retries=judge.max_retries)
             except JudgeCallError as exc:
                 raise JudgeCallError(exc.status, f"embedding: {exc.reason}") from exc
-            vectors = _vectors(response, len(todo))
+            vectors = _vectors(response, len(todo), judge.embedding_dimension)
+            judge.embedding_dimension = len(vectors[0])
             if response.usage is not None:
                 self._prompt_tokens += response.usage.prompt_tokens or 0
             for i, vector in zip(todo, vectors, strict=True):
@@ -149,14 +151,27 @@ class JudgeRun:
         return [found[i] for i in range(len(texts))]
 
 
-def _vectors(response: CreateEmbeddingResponse, expected: int) -> list[Vector]:
+def _vectors(response: CreateEmbeddingResponse, expected: int,
+             dimension: int | None) -> list[Vector]:
+    """The reply's vectors, refused when they cannot mean anything: a cosine with an
+    all-zero, non-finite or differently sized vector would be an invented score.
+    Reasons are fixed strings (they become span attributes and metric labels)."""
     data = sorted(response.data, key=lambda d: d.index)
     if len(data) != expected:
-        raise JudgeCallError(MetricStatus.FAILED,
-                             f"embedding: {len(data)} vectors for {expected} texts")
-    vectors = [np.asarray(d.embedding, dtype=np.float64) for d in data]
-    if len({v.shape for v in vectors}) != 1 or vectors[0].size == 0:
+        raise JudgeCallError(MetricStatus.FAILED, "embedding: wrong number of vectors")
+    try:
+        vectors = [np.asarray(d.embedding, dtype=np.float64) for d in data]
+    except (TypeError, ValueError):
+        raise JudgeCallError(MetricStatus.FAILED, "embedding: vectors are not numbers") from None
+    if any(v.ndim != 1 for v in vectors) or len({v.shape for v in vectors}) != 1 \
+            or vectors[0].size == 0:
         raise JudgeCallError(MetricStatus.FAILED, "embedding: vectors of different sizes")
+    if dimension is not None and vectors[0].size != dimension:
+        raise JudgeCallError(MetricStatus.FAILED, "embedding: the vectors' dimension changed")
+    if not all(np.isfinite(v).all() for v in vectors):
+        raise JudgeCallError(MetricStatus.FAILED, "embedding: non-finite values")
+    if any(not v.any() for v in vectors):
+        raise JudgeCallError(MetricStatus.FAILED, "embedding: all-zero vectors")
     return vectors
 
 

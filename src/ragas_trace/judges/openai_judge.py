@@ -1,10 +1,12 @@
 """``OpenAIJudge``: the paper's method on any OpenAI-compatible endpoint (OpenAI,
 Azure, vLLM, Ollama, llama.cpp server, LiteLLM), through the ``openai`` async client.
 
-Per record at most 4 chat calls and 1 embeddings call in at most 2 sequential
-rounds. Round one runs statement extraction, question generation (all questions in
-one call) and context-sentence extraction concurrently; round two verifies all
-statements in one call and embeds the question with the generated questions.
+Per record at most 3 chat calls and 1 embeddings call in at most 2 sequential
+rounds. Round one runs statement extraction and question generation (all questions
+in one call) concurrently; round two, in one call over one copy of the context,
+selects the context sentences the question needs and verifies every statement, and
+embeds the question with the generated questions. Context sentences are selected
+and cited by number, never copied out.
 
 Every HTTP call runs with OpenTelemetry instrumentation suppressed, so an app that
 also instruments ``openai`` or ``httpx`` never sees the judge's calls in its traces.
@@ -17,6 +19,7 @@ import logging
 import time
 import weakref
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 import openai
@@ -25,8 +28,10 @@ from opentelemetry import context as otel_context
 from ragas_trace._internal_errors import record_internal_error
 from ragas_trace.judges import settings
 from ragas_trace.judges.cache import DEFAULT_SIZE, ResponseCache
-from ragas_trace.judges.judge_run import JudgeRun
+from ragas_trace.judges.judge_run import STEP_NAMES, JudgeRun
 from ragas_trace.judges.parsing import (
+    ReplyError,
+    Verdict,
     parse_context_sentences,
     parse_questions,
     parse_statements,
@@ -35,13 +40,14 @@ from ragas_trace.judges.parsing import (
 from ragas_trace.judges.prompts import (
     Task,
     context_input,
+    grounding_input,
     questions_input,
     statements_input,
     verdicts_input,
 )
 from ragas_trace.judges.retry import JudgeCallError
 from ragas_trace.metrics import answer_relevance, context_relevance, faithfulness
-from ragas_trace.metrics.context_relevance import ContextMatch, context_sentences
+from ragas_trace.metrics.context_relevance import ContextMatch, passage_sentences
 from ragas_trace.results import (
     ALL_METRICS,
     Metric,
@@ -108,6 +114,9 @@ class OpenAIJudge:
         # Lowered when the endpoint refuses them (see judge_run._adapt).
         self.token_limit_param = "max_tokens"
         self.send_temperature = True
+        # The embedding model's dimension, from its first reply: a later reply of
+        # another size is refused (see judge_run._vectors).
+        self.embedding_dimension: int | None = None
         self.cache: ResponseCache | None = shared_cache or (
             ResponseCache(cfg["cache"]) if cfg["cache"] else None)
         # One client per event loop: an httpx pool must not outlive its loop (the
@@ -149,7 +158,8 @@ class OpenAIJudge:
             return await self._evaluate(run, question, contexts, answer, metrics, started)
         except Exception as exc:  # a bug of ours must not break the scorer
             record_internal_error("OpenAIJudge.evaluate", exc)
-            failed = MetricResult.unscored(MetricStatus.FAILED, f"internal error: {exc}")
+            failed = MetricResult.unscored(MetricStatus.FAILED,
+                                           f"internal error: {type(exc).__name__}")
             return Scores(self.name, {m: failed for m in metrics}, usage=run.usage(),
                           duration_s=time.monotonic() - started)
         finally:
@@ -162,58 +172,99 @@ class OpenAIJudge:
         a = (answer or "").strip()
         ctx = [c for c in ([contexts] if isinstance(contexts, str) else contexts)
                if isinstance(c, str) and c.strip()]
+        passages = passage_sentences(ctx)
         missing = {
             Metric.FAITHFULNESS: _missing(answer=a, contexts=ctx),
             Metric.ANSWER_RELEVANCE: _missing(question=q, answer=a),
             Metric.CONTEXT_RELEVANCE: _missing(question=q, contexts=ctx),
         }
-        empty_faith: tuple[MetricResult, tuple[StatementVerdict, ...]] = (
-            MetricResult.unscored(MetricStatus.SKIPPED), ())
-        empty_rel: tuple[MetricResult, tuple[str, ...]] = (
-            MetricResult.unscored(MetricStatus.SKIPPED), ())
-        empty_ctx = (MetricResult.unscored(MetricStatus.SKIPPED), ContextMatch(0, (), ()))
+        skipped = MetricResult.unscored(MetricStatus.SKIPPED)
 
         async def nothing(value: T) -> T:
             return value
 
         wanted = {m for m in metrics if missing[m] is None}
-        faith, relevance, ctx_rel = await asyncio.gather(
-            self._faithfulness(run, q, ctx, a) if Metric.FAITHFULNESS in wanted
-            else nothing(empty_faith),
+        grounding, relevance = await asyncio.gather(
+            self._grounding(run, q, passages, ctx, a, wanted),
             self._answer_relevance(run, q, a) if Metric.ANSWER_RELEVANCE in wanted
-            else nothing(empty_rel),
-            self._context_relevance(run, q, ctx) if Metric.CONTEXT_RELEVANCE in wanted
-            else nothing(empty_ctx),
+            else nothing((skipped, ())),
         )
-        computed = {Metric.FAITHFULNESS: faith[0], Metric.ANSWER_RELEVANCE: relevance[0],
-                    Metric.CONTEXT_RELEVANCE: ctx_rel[0]}
+        computed = {Metric.FAITHFULNESS: grounding.faithfulness,
+                    Metric.ANSWER_RELEVANCE: relevance[0],
+                    Metric.CONTEXT_RELEVANCE: grounding.context_relevance}
         results = {m: missing[m] or computed[m] for m in metrics}
         return Scores(
             judge=self.name,
             results=results,
-            statements=faith[1],
+            statements=grounding.verdicts,
             generated_questions=relevance[1],
-            context_sentences=len(context_sentences(ctx))
+            context_sentences=sum(len(p) for p in passages)
             if Metric.CONTEXT_RELEVANCE in metrics else 0,
-            kept_sentences=ctx_rel[1].kept,
+            kept_sentences=grounding.match.kept,
             usage=run.usage(),
             duration_s=time.monotonic() - started,
         )
 
-    async def _faithfulness(self, run: JudgeRun, question: str, contexts: list[str],
-                            answer: str) -> tuple[MetricResult, tuple[StatementVerdict, ...]]:
+    async def _grounding(self, run: JudgeRun, question: str, passages: list[list[str]],
+                         contexts: list[str], answer: str, wanted: set[Metric]) -> _Grounding:
+        """Faithfulness and context relevance. Both read the whole context, so when both
+        are wanted and the answer has statements, one call selects the sentences the
+        question needs and verifies the statements over a single copy of it (round
+        two); context relevance alone is one call in round one."""
+        result = _Grounding()
+        want_faith = Metric.FAITHFULNESS in wanted
+        want_context = Metric.CONTEXT_RELEVANCE in wanted
+        statements: list[str] = []
+        if want_faith:
+            try:
+                statements = await run.chat(Task.STATEMENTS, statements_input(question, answer),
+                                            parse_statements, depth=1)
+            except JudgeCallError as exc:
+                result.faithfulness = MetricResult.unscored(exc.status, exc.reason)
+                want_faith = False
+            else:
+                if not statements:
+                    result.faithfulness = faithfulness([])
+                    want_faith = False
+        depth = 2 if Metric.FAITHFULNESS in wanted else 1
         try:
-            statements = await run.chat(Task.STATEMENTS, statements_input(question, answer),
-                                        parse_statements, depth=1)
-            if not statements:
-                return faithfulness([]), ()
-            verdicts = await run.chat(Task.VERDICTS, verdicts_input(contexts, statements),
-                                      _verdict_parser(statements), depth=2)
+            if want_faith and want_context:
+                selected, verdicts = await run.chat(
+                    Task.GROUNDING, grounding_input(question, passages, statements),
+                    _grounding_parser(statements), depth=depth)
+            elif want_faith:
+                selected, verdicts = None, await run.chat(
+                    Task.VERDICTS, verdicts_input(passages, statements),
+                    _verdict_parser(statements), depth=depth)
+            elif want_context:
+                selected, verdicts = await run.chat(
+                    Task.CONTEXT, context_input(question, passages), parse_context_sentences,
+                    depth=depth), None
+            else:
+                return result
         except JudgeCallError as exc:
-            return MetricResult.unscored(exc.status, exc.reason), ()
-        judged = tuple(StatementVerdict(s, ok, reason)
-                       for s, (ok, reason) in zip(statements, verdicts, strict=True))
-        return faithfulness(judged), judged
+            failed = MetricResult.unscored(exc.status, exc.reason)
+            if want_faith:
+                result.faithfulness = failed
+            if want_context:
+                result.context_relevance = failed
+            return result
+        if isinstance(verdicts, JudgeCallError):
+            result.faithfulness = MetricResult.unscored(verdicts.status, verdicts.reason)
+        elif verdicts is not None:
+            sentences = [s for p in passages for s in p]
+            result.verdicts = tuple(
+                StatementVerdict(s, ok, _explanation(ok, reason, evidence, sentences))
+                for s, (ok, reason, evidence) in zip(statements, verdicts, strict=True))
+            result.faithfulness = faithfulness(result.verdicts)
+        if selected is not None:
+            chosen, insufficient = selected
+            result.context_relevance, result.match = context_relevance(
+                contexts, chosen, insufficient)
+            if result.match.unmatched:
+                logger.debug("judge selected %d sentences not in the context",
+                             len(result.match.unmatched))
+        return result
 
     async def _answer_relevance(self, run: JudgeRun, question: str,
                                 answer: str) -> tuple[MetricResult, tuple[str, ...]]:
@@ -228,22 +279,47 @@ class OpenAIJudge:
             return MetricResult.unscored(exc.status, exc.reason), ()
         return answer_relevance(vectors[0], vectors[1:]), tuple(generated)
 
-    async def _context_relevance(self, run: JudgeRun, question: str,
-                                 contexts: list[str]) -> tuple[MetricResult, ContextMatch]:
+
+@dataclass
+class _Grounding:
+    faithfulness: MetricResult = field(
+        default_factory=lambda: MetricResult.unscored(MetricStatus.SKIPPED))
+    verdicts: tuple[StatementVerdict, ...] = ()
+    context_relevance: MetricResult = field(
+        default_factory=lambda: MetricResult.unscored(MetricStatus.SKIPPED))
+    match: ContextMatch = field(default_factory=lambda: ContextMatch(0, (), ()))
+
+
+Selection = tuple[list[int | str], bool]
+
+
+def _grounding_parser(statements: list[str]) -> Callable[
+        [dict[str, Any]], tuple[Selection, list[Verdict] | JudgeCallError]]:
+    """Both parts of a grounding reply. A bad verdicts part fails faithfulness only; a
+    bad selection part fails the call (the reply is not one we can trust)."""
+    def parse(reply: dict[str, Any]) -> tuple[Selection, list[Verdict] | JudgeCallError]:
+        selected = parse_context_sentences(reply)
         try:
-            sentences, insufficient = await run.chat(
-                Task.CONTEXT, context_input(question, contexts), parse_context_sentences,
-                depth=1)
-        except JudgeCallError as exc:
-            return MetricResult.unscored(exc.status, exc.reason), ContextMatch(0, (), ())
-        result, match = context_relevance(contexts, sentences, insufficient)
-        if match.unmatched:
-            logger.debug("judge returned %d sentences not in the context", len(match.unmatched))
-        return result, match
+            return selected, parse_verdicts(reply, statements)
+        except ReplyError as exc:
+            return selected, JudgeCallError(MetricStatus.FAILED,
+                                            f"{STEP_NAMES[Task.VERDICTS]}: {exc}")
+    return parse
 
 
-def _verdict_parser(statements: list[str]) -> Callable[[dict[str, Any]], list[tuple[bool, str]]]:
+def _verdict_parser(statements: list[str]) -> Callable[[dict[str, Any]], list[Verdict]]:
     return lambda reply: parse_verdicts(reply, statements)
+
+
+def _explanation(supported: bool, reason: str, evidence: list[int],
+                 sentences: list[str]) -> str:
+    """The judge's reason, else the context sentences it cited as evidence."""
+    if reason:
+        return reason
+    cited = [f"[{n}] {sentences[n - 1]}" for n in evidence if 1 <= n <= len(sentences)]
+    if cited:
+        return "supported by " + " ".join(cited) if supported else "see " + " ".join(cited)
+    return "" if supported else "no context sentence supports it"
 
 
 def _missing(**inputs: Any) -> MetricResult | None:

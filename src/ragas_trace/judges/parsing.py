@@ -6,14 +6,18 @@ so the metric fails instead of getting a made-up value."""
 from __future__ import annotations
 
 import json
+import logging
 import re
 from collections.abc import Mapping, Sequence
 from typing import Any
+
+logger = logging.getLogger(__name__)
 
 _FENCE = re.compile(r"```(?:json)?\s*(.*?)```", re.DOTALL | re.IGNORECASE)
 _TRUE = {"true", "yes", "y", "1", "supported", "ja", "是"}
 _FALSE = {"false", "no", "n", "0", "not supported", "unsupported", "nein", "否"}
 _INSUFFICIENT = "insufficient information"
+_SENTENCE_NUMBER = re.compile(r"^\[?\s*(\d{1,6})\s*\]?\.?$")
 
 
 class ReplyError(ValueError):
@@ -36,7 +40,9 @@ def parse_json_reply(content: str | None, finish_reason: str | None) -> dict[str
             continue
         if isinstance(value, dict):
             return value
-    raise ReplyError(f"the reply is not a JSON object: {_snippet(text)}")
+    # The reason is a fixed string (it becomes a span attribute); the text goes to the log.
+    logger.debug("judge reply is not a JSON object: %s", _snippet(text))
+    raise ReplyError("the reply is not a JSON object")
 
 
 def _candidates(text: str) -> list[str]:
@@ -95,21 +101,48 @@ def parse_questions(reply: Mapping[str, Any]) -> tuple[list[str], bool]:
     return _strings(reply, "questions", "question"), _flag(reply, "noncommittal")
 
 
-def parse_context_sentences(reply: Mapping[str, Any]) -> tuple[list[str], bool]:
-    """(sentences, insufficient): the paper's "Insufficient Information" phrase in
-    place of sentences counts as the flag."""
-    sentences = _strings(reply, "sentences", "sentence")
+def _selections(value: Any, what: str) -> list[int | str]:
+    """Sentence numbers (ints, or strings such as ``"3"`` / ``"[3]"``), or sentences a
+    judge copied out instead of numbering them."""
+    if not isinstance(value, list):
+        raise ReplyError(f"the reply has no list {what!r}")
+    out: list[int | str] = []
+    for item in value:
+        if isinstance(item, bool) or not isinstance(item, int | str):
+            raise ReplyError(f"{what!r} holds a {type(item).__name__}, not a sentence number")
+        if isinstance(item, str):
+            number = _SENTENCE_NUMBER.match(item.strip())
+            if number is None:
+                if item.strip():
+                    out.append(item.strip())
+                continue
+            item = int(number.group(1))
+        out.append(item)
+    return out
+
+
+def parse_context_sentences(reply: Mapping[str, Any]) -> tuple[list[int | str], bool]:
+    """(selected sentences, insufficient): the paper's "Insufficient Information"
+    phrase in place of sentences counts as the flag."""
+    selected = _selections(reply.get("sentences"), "sentences")
     insufficient = _flag(reply, "insufficient_information")
-    if any(s.strip(' ."').lower() == _INSUFFICIENT for s in sentences):
+
+    def is_phrase(item: int | str) -> bool:
+        return isinstance(item, str) and item.strip(' ."').lower() == _INSUFFICIENT
+
+    if any(is_phrase(s) for s in selected):
         insufficient = True
-        sentences = [s for s in sentences if s.strip(' ."').lower() != _INSUFFICIENT]
-    return sentences, insufficient
+        selected = [s for s in selected if not is_phrase(s)]
+    return selected, insufficient
 
 
-def parse_verdicts(reply: Mapping[str, Any], statements: Sequence[str]) -> list[tuple[bool, str]]:
-    """(supported, reason) for each statement, in order. Entries are matched by ``id``
-    when every entry has a distinct valid one, else by position; a missing verdict
-    fails the whole reply rather than guessing."""
+Verdict = tuple[bool, str, list[int]]
+
+
+def parse_verdicts(reply: Mapping[str, Any], statements: Sequence[str]) -> list[Verdict]:
+    """(supported, reason, evidence sentence numbers) for each statement, in order.
+    Entries are matched by ``id`` when every entry has a distinct valid one, else by
+    position; a missing verdict fails the whole reply rather than guessing."""
     raw = reply.get("verdicts")
     if not isinstance(raw, list) or not all(isinstance(v, Mapping) for v in raw):
         raise ReplyError("the reply has no list of verdict objects 'verdicts'")
@@ -122,11 +155,14 @@ def parse_verdicts(reply: Mapping[str, Any], statements: Sequence[str]) -> list[
         by_position = dict(enumerate(raw))
     if len(by_position) != n or set(by_position) != set(range(n)):
         raise ReplyError(f"the reply has {len(raw)} verdicts for {n} statements")
-    out: list[tuple[bool, str]] = []
+    out: list[Verdict] = []
     for i in range(n):
         entry = by_position[i]
         value = entry.get("supported", entry.get("verdict"))
-        reason = entry.get("reason", "")
+        reason = entry.get("reason")
+        evidence = entry.get("evidence", [])
+        numbers = [e for e in _selections(evidence, "evidence") if isinstance(e, int)] \
+            if isinstance(evidence, list) else []
         out.append((as_bool(value, f"the verdict on statement {i + 1}"),
-                    reason if isinstance(reason, str) else ""))
+                    reason.strip() if isinstance(reason, str) else "", numbers))
     return out

@@ -5,6 +5,13 @@ Inputs travel in XML-style tags (``<question>``, ``<answer>``, ``<context>``,
 ``<statements>``) inside the last user message; the demonstration is a user /
 assistant pair before it. The loopback test server reads the same tags, so the tag
 names and task names here are the contract between the two.
+
+The context is shown as numbered sentences (``[3] ...``, numbered across passages in
+the order ``context_sentences`` gives, the denominator of context relevance), and the
+judge answers with numbers: the sentences needed for the question, and the sentences
+that support each statement. Copying sentences out verbatim, as the reference
+implementation does, made most of a record's completion tokens (729 of 1,139 on
+WikiEval) and let a judge return sentences the context does not have.
 """
 
 from __future__ import annotations
@@ -22,6 +29,7 @@ class Task(StrEnum):
     QUESTIONS = "questions"
     CONTEXT = "context_sentences"
     VERDICTS = "verdicts"
+    GROUNDING = "grounding"  # CONTEXT and VERDICTS in one call, over one copy of the context
 
 
 TAG_QUESTION = "question"
@@ -39,6 +47,21 @@ def tagged(tag: str, text: str) -> str:
 
 def numbered(items: Sequence[str]) -> str:
     return "\n".join(f"{i}. {' '.join(item.split())}" for i, item in enumerate(items, 1))
+
+
+def numbered_sentences(passages: Sequence[Sequence[str]]) -> str:
+    """Context sentences as ``[n] sentence`` lines, numbered across passages, with a
+    blank line between passages."""
+    blocks: list[str] = []
+    n = 0
+    for sentences in passages:
+        lines = []
+        for sentence in sentences:
+            n += 1
+            lines.append(f"[{n}] {' '.join(sentence.split())}")
+        if lines:
+            blocks.append("\n".join(lines))
+    return "\n\n".join(blocks)
 
 
 @dataclass(frozen=True)
@@ -64,6 +87,7 @@ def _object(**properties: Any) -> dict[str, Any]:
 
 
 _STRINGS = {"type": "array", "items": {"type": "string"}}
+_NUMBERS = {"type": "array", "items": {"type": "integer"}}
 
 STATEMENTS = Prompt(
     Task.STATEMENTS,
@@ -93,37 +117,60 @@ QUESTIONS = Prompt(
 
 CONTEXT = Prompt(
     Task.CONTEXT,
-    "Copy, word for word, the sentences of the context that are needed to answer the "
-    "question. Do not change or merge sentences. If none helps, return an empty list "
-    "and set insufficient_information to true. "
-    'Reply with JSON: {"sentences": [...], "insufficient_information": false}.',
+    "Give the numbers of the context sentences needed to answer the question. If none "
+    "helps, give none and set insufficient_information to true. "
+    'Reply with JSON: {"sentences": [2], "insufficient_information": false}.',
     tagged(TAG_QUESTION, "When was the bridge opened?") + "\n" + tagged(
-        TAG_CONTEXT, "The bridge spans the river. It was opened in 1932. "
-        "Its designer also built a church."),
-    '{"sentences": ["It was opened in 1932."], "insufficient_information": false}',
-    _object(sentences=_STRINGS, insufficient_information={"type": "boolean"}),
+        TAG_CONTEXT, numbered_sentences([["The bridge spans the river.",
+                                          "It was opened in 1932.",
+                                          "Its designer also built a church."]])),
+    '{"sentences": [2], "insufficient_information": false}',
+    _object(sentences=_NUMBERS, insufficient_information={"type": "boolean"}),
 )
 
 VERDICTS = Prompt(
     Task.VERDICTS,
-    "For each numbered statement decide whether the context supports it. Give a "
-    "brief reason first, then supported true or false; a statement the context does "
-    "not state or contradicts is not supported. One entry per statement, in order. "
-    'Reply with JSON: {"verdicts": [{"id": 1, "reason": "...", "supported": true}]}.',
-    tagged(TAG_CONTEXT, "Marie Curie won the Nobel Prize in Physics in 1903.") + "\n"
+    "For each numbered statement give the numbers of the context sentences that "
+    "support it, then supported: true only if they state it; a statement the context "
+    "does not state or contradicts is not supported, and gets a reason of a few words "
+    "(null when supported). One entry per statement, in order. "
+    'Reply with JSON: {"verdicts": [{"id": 1, "evidence": [1], "supported": true, '
+    '"reason": null}]}.',
+    tagged(TAG_CONTEXT, numbered_sentences([[
+        "Marie Curie won the Nobel Prize in Physics in 1903."]])) + "\n"
     + tagged(TAG_STATEMENTS, numbered(["Marie Curie won a Nobel Prize.",
                                        "Marie Curie was born in Paris."])),
-    '{"verdicts": [{"id": 1, "reason": "The context states it.", "supported": true}, '
-    '{"id": 2, "reason": "Her birthplace is not mentioned.", "supported": false}]}',
+    '{"verdicts": [{"id": 1, "evidence": [1], "supported": true, "reason": null}, '
+    '{"id": 2, "evidence": [], "supported": false, "reason": "Birthplace not given."}]}',
     _object(verdicts={"type": "array", "items": _object(
-        id={"type": "integer"}, reason={"type": "string"}, supported={"type": "boolean"})}),
+        id={"type": "integer"}, evidence=_NUMBERS, supported={"type": "boolean"},
+        reason={"type": ["string", "null"]})}),
 )
 
-PROMPTS: dict[Task, Prompt] = {p.task: p for p in (STATEMENTS, QUESTIONS, CONTEXT, VERDICTS)}
+GROUNDING = Prompt(
+    Task.GROUNDING,
+    "Two tasks on the numbered context. First, judging by the question alone, give the "
+    "numbers of the context sentences needed to answer it (none: set "
+    "insufficient_information to true). Then, for each numbered statement, give the "
+    "numbers of the context sentences that support it, then supported: true only if "
+    "they state it; a statement the context does not state or contradicts is not "
+    "supported, and gets a reason of a few words (null when supported). "
+    'Reply with JSON: {"sentences": [2], "insufficient_information": false, '
+    '"verdicts": [{"id": 1, "evidence": [2], "supported": true, "reason": null}]}.',
+    tagged(TAG_QUESTION, "When was the bridge opened?") + "\n" + tagged(
+        TAG_CONTEXT, numbered_sentences([["The bridge spans the river.",
+                                          "It was opened in 1932."]])) + "\n"
+    + tagged(TAG_STATEMENTS, numbered(["The bridge was opened in 1932.",
+                                       "The bridge was opened by the king."])),
+    '{"sentences": [2], "insufficient_information": false, "verdicts": ['
+    '{"id": 1, "evidence": [2], "supported": true, "reason": null}, '
+    '{"id": 2, "evidence": [], "supported": false, "reason": "Who opened it is not given."}]}',
+    _object(sentences=_NUMBERS, insufficient_information={"type": "boolean"},
+            verdicts=VERDICTS.schema["properties"]["verdicts"]),
+)
 
-
-def join_contexts(contexts: Sequence[str]) -> str:
-    return "\n\n".join(c.strip() for c in contexts if c.strip())
+PROMPTS: dict[Task, Prompt] = {p.task: p for p in (STATEMENTS, QUESTIONS, CONTEXT, VERDICTS,
+                                                   GROUNDING)}
 
 
 def statements_input(question: str, answer: str) -> str:
@@ -134,13 +181,21 @@ def questions_input(answer: str, n: int) -> str:
     return tagged(TAG_ANSWER, answer) + f"\n{QUESTION_COUNT_LABEL} {n}"
 
 
-def context_input(question: str, contexts: Sequence[str]) -> str:
-    return tagged(TAG_QUESTION, question) + "\n" + tagged(TAG_CONTEXT, join_contexts(contexts))
+def context_input(question: str, passages: Sequence[Sequence[str]]) -> str:
+    """``passages``: each passage's sentences (``metrics.passage_sentences``)."""
+    return tagged(TAG_QUESTION, question) + "\n" + tagged(TAG_CONTEXT,
+                                                          numbered_sentences(passages))
 
 
-def verdicts_input(contexts: Sequence[str], statements: Sequence[str]) -> str:
-    return tagged(TAG_CONTEXT, join_contexts(contexts)) + "\n" + tagged(
+def verdicts_input(passages: Sequence[Sequence[str]], statements: Sequence[str]) -> str:
+    return tagged(TAG_CONTEXT, numbered_sentences(passages)) + "\n" + tagged(
         TAG_STATEMENTS, numbered(statements))
+
+
+def grounding_input(question: str, passages: Sequence[Sequence[str]],
+                    statements: Sequence[str]) -> str:
+    return context_input(question, passages) + "\n" + tagged(TAG_STATEMENTS,
+                                                              numbered(statements))
 
 
 def response_format(task: Task, mode: str) -> dict[str, Any] | None:

@@ -68,7 +68,11 @@ def describe(exc: BaseException) -> tuple[MetricStatus, str, bool]:
         return MetricStatus.FAILED, f"HTTP {exc.status_code}: {message[:200]}", retryable
     if isinstance(exc, openai.APIConnectionError):
         return MetricStatus.FAILED, f"cannot reach the judge: {exc}", True
-    return MetricStatus.FAILED, f"{type(exc).__name__}: {exc}", False
+    if isinstance(exc, ValueError):
+        # An HTTP 200 whose body the client cannot decode (a proxy's error page, say).
+        return MetricStatus.FAILED, "the judge's HTTP reply is not valid JSON", True
+    # Reasons become span attributes: the exception's type, not its per-request text.
+    return MetricStatus.FAILED, f"unexpected reply ({type(exc).__name__})", False
 
 
 async def call_with_retries(
@@ -92,7 +96,7 @@ async def call_with_retries(
         try:
             async with asyncio.timeout(timeout):
                 return await call(timeout)
-        except (TimeoutError, openai.OpenAIError) as exc:
+        except (TimeoutError, openai.OpenAIError, ValueError) as exc:
             error: BaseException = exc  # ``exc`` is unbound after the except block
             status, reason, retryable = describe(exc)
         if not retryable or attempt >= max_retries:

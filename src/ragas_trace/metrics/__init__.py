@@ -7,6 +7,7 @@ from ragas_trace.metrics.context_relevance import (
     context_relevance,
     context_sentences,
     match_sentences,
+    passage_sentences,
 )
 from ragas_trace.metrics.faithfulness import faithfulness
 from ragas_trace.metrics.sentences import split_sentences
@@ -19,5 +20,6 @@ __all__ = [
     "cosine",
     "faithfulness",
     "match_sentences",
+    "passage_sentences",
     "split_sentences",
 ]

@@ -1,11 +1,13 @@
 """Context relevance (paper, section 3): the share of context sentences that are
-needed to answer the question, as extracted verbatim by a judge.
+needed to answer the question, as selected by a judge.
 
-A judge's copy of a sentence may differ in whitespace, quote characters or the
-final full stop, or leave out a few words at either end (at least 70 % of the
-sentence, copied verbatim); we accept those differences but count only sentences
-that really occur in the context, each at most once, so an invented or
-paraphrased sentence never raises the score.
+The judge selects sentences by their number in ``context_sentences`` (what the
+paper's verbatim extraction identifies, at a fraction of the completion tokens). A
+judge that copies a sentence out instead is understood too: its copy may differ in
+whitespace, quote characters or the final full stop, or leave out a few words at
+either end (at least 70 % of the sentence, copied verbatim). Either way only
+sentences that really occur in the context count, each at most once, so an invented
+sentence or a number out of range never raises the score.
 """
 
 from __future__ import annotations
@@ -37,12 +39,18 @@ class ContextMatch:
     unmatched: tuple[str, ...]  # judge output that is no sentence of the context
 
 
+def passage_sentences(contexts: Sequence[str]) -> list[list[str]]:
+    """Each passage's sentences, each passage split on its own."""
+    return [split_sentences(c) for c in contexts]
+
+
 def context_sentences(contexts: Sequence[str]) -> list[str]:
-    """Sentences of all passages, each passage split on its own."""
-    return [s for c in contexts for s in split_sentences(c)]
+    """Sentences of all passages in order: the numbering the judge selects from."""
+    return [s for sentences in passage_sentences(contexts) for s in sentences]
 
 
-def match_sentences(contexts: Sequence[str], extracted: Sequence[str]) -> ContextMatch:
+def match_sentences(contexts: Sequence[str], extracted: Sequence[int | str]) -> ContextMatch:
+    """The context sentences a judge selected: 1-based numbers, or copied sentences."""
     sentences = context_sentences(contexts)
     index: dict[str, list[int]] = {}
     for i, sentence in enumerate(sentences):
@@ -50,6 +58,12 @@ def match_sentences(contexts: Sequence[str], extracted: Sequence[str]) -> Contex
     kept: set[int] = set()
     unmatched: list[str] = []
     for item in extracted:
+        if isinstance(item, int):
+            if 1 <= item <= len(sentences):
+                kept.add(item - 1)
+            else:
+                unmatched.append(f"[{item}]")
+            continue
         # A judge may return two adjacent sentences as one string: match each.
         whole = normalise(item)
         pieces = [item] if whole in index else split_sentences(" ".join(item.split()))
@@ -78,10 +92,10 @@ def _containing(sentences: Sequence[str], piece: str) -> list[int]:
     return found
 
 
-def context_relevance(contexts: Sequence[str], extracted: Sequence[str],
+def context_relevance(contexts: Sequence[str], extracted: Sequence[int | str],
                       insufficient: bool = False) -> tuple[MetricResult, ContextMatch]:
     """|kept sentences| / |context sentences|. "Insufficient information" scores 0;
-    a reply whose sentences all fail to occur in the context is a failure, not 0."""
+    a reply whose selections all fail to name a context sentence is a failure, not 0."""
     match = match_sentences(contexts, [] if insufficient else extracted)
     if match.total == 0:
         return MetricResult.unscored(MetricStatus.NO_CONTEXT, "the context has no text"), match
@@ -90,6 +104,6 @@ def context_relevance(contexts: Sequence[str], extracted: Sequence[str],
     if not match.kept:
         return MetricResult.unscored(
             MetricStatus.FAILED,
-            f"none of the {len(extracted)} sentences the judge returned occurs in the context",
+            f"none of the {len(extracted)} sentences the judge selected is in the context",
         ), match
     return MetricResult.scored(len(match.kept) / match.total), match

@@ -5,9 +5,11 @@ high and ungrounded or evasive ones low.
 - statements: one per answer sentence; none for an evasive or empty answer;
 - questions: each answer sentence turned into a question; evasive answers are
   flagged noncommittal;
-- context sentences: those sharing a content word with the question, verbatim;
+- context sentences: the numbers of those sharing a content word with the question;
+- grounding: the two below in one reply;
 - verdicts: a statement is supported when at least 60 % of its content words (or
-  CJK character pairs) occur in the context;
+  CJK character pairs) occur in the context; the evidence is the sentence sharing
+  most of them; an unsupported one gets a short reason;
 - embeddings: hashed bag of words, CJK characters and character pairs, unit length, so cosine
   similarity follows word overlap.
 """
@@ -18,7 +20,7 @@ import hashlib
 import itertools
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -32,6 +34,7 @@ EMBEDDING_DIM = 256
 
 _TAG = re.compile(r"<([a-z_]+)>\n?(.*?)\n?</\1>", re.DOTALL)
 _NUMBERED = re.compile(r"^\s*(\d+)\.\s+(.*)$", re.MULTILINE)
+_SENTENCE_LINE = re.compile(r"^\[(\d+)\] (.*)$", re.MULTILINE)
 _COUNT = re.compile(re.escape(prompts.QUESTION_COUNT_LABEL) + r"\s*(\d+)")
 _CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af]")
 _CJK_RUN = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af]+")
@@ -57,7 +60,8 @@ class TaskInput:
     task: Task
     question: str
     answer: str
-    context: str
+    context: str  # the context's text, its sentences joined
+    sentences: tuple[str, ...]  # the numbered context sentences, number i at index i - 1
     statements: tuple[str, ...]
     n_questions: int
 
@@ -75,11 +79,14 @@ def identify(body: Mapping[str, Any]) -> TaskInput | None:
     if task is None:
         return None
     count = _COUNT.search(last)
+    raw_context = tags.get(prompts.TAG_CONTEXT, "")
+    numbered = [m.group(2) for m in _SENTENCE_LINE.finditer(raw_context)]
     return TaskInput(
         task=task,
         question=tags.get(prompts.TAG_QUESTION, ""),
         answer=tags.get(prompts.TAG_ANSWER, ""),
-        context=tags.get(prompts.TAG_CONTEXT, ""),
+        context=" ".join(numbered) if numbered else raw_context,
+        sentences=tuple(numbered),
         statements=tuple(m.group(2).strip() for m in
                          _NUMBERED.finditer(tags.get(prompts.TAG_STATEMENTS, ""))),
         n_questions=int(count.group(1)) if count else 1,
@@ -97,7 +104,7 @@ def _schema_task(response_format: Any) -> Task | None:
 def _task_from_tags(tags: Any) -> Task | None:
     names = set(tags)
     if prompts.TAG_STATEMENTS in names:
-        return Task.VERDICTS
+        return Task.GROUNDING if prompts.TAG_QUESTION in names else Task.VERDICTS
     if prompts.TAG_CONTEXT in names:
         return Task.CONTEXT
     if prompts.TAG_QUESTION in names and prompts.TAG_ANSWER in names:
@@ -135,9 +142,13 @@ def default_reply(request: TaskInput) -> dict[str, Any]:
         questions = [sentences[i % len(sentences)].rstrip(".!。！ ") + "?"
                      for i in range(max(1, request.n_questions))]
         return {"questions": questions, "noncommittal": is_evasive(request.answer)}
+    sentence_units = [content_units(s) for s in request.sentences]
+    if request.task is Task.GROUNDING:
+        return {**default_reply(replace(request, task=Task.CONTEXT)),
+                **default_reply(replace(request, task=Task.VERDICTS))}
     if request.task is Task.CONTEXT:
         wanted = content_units(request.question)
-        kept = [s for s in split_sentences(request.context) if wanted & content_units(s)]
+        kept = [i for i, units in enumerate(sentence_units, 1) if wanted & units]
         return {"sentences": kept, "insufficient_information": not kept}
     context_units = content_units(request.context)
     verdicts = []
@@ -145,8 +156,12 @@ def default_reply(request: TaskInput) -> dict[str, Any]:
         units = content_units(statement)
         share = len(units & context_units) / len(units) if units else 0.0
         supported = share >= SUPPORT_THRESHOLD
-        verdicts.append({"id": i, "reason": f"{share:.0%} of its words are in the context.",
-                         "supported": supported})
+        overlaps = [len(units & s) for s in sentence_units]
+        best = max(range(len(overlaps)), key=overlaps.__getitem__, default=None)
+        evidence = [best + 1] if best is not None and overlaps[best] else []
+        verdicts.append({"id": i, "evidence": evidence, "supported": supported,
+                         "reason": None if supported
+                         else f"Only {share:.0%} of it is in the context."})
     return {"verdicts": verdicts}
 
 

@@ -6,7 +6,8 @@ It answers our judge's prompts sensibly by default (see ``fake_judge``), can be 
 to answer a task differently, adds a configurable latency, injects faults (HTTP 500,
 429 with Retry-After, a hang, invalid JSON, output truncated with
 ``finish_reason=length``, a dropped connection, a 400 for JSON-schema output or for
-a named request parameter) and
+a named request parameter, an HTTP 200 whose body is not JSON, degenerate embeddings)
+and
 counts requests and tokens. A stopped server gives "connection refused".
 
     with FakeOpenAIServer(latency_s=0.01) as server:
@@ -51,6 +52,10 @@ class Fault(StrEnum):
     DISCONNECT = "disconnect"  # close the connection without a reply
     SCHEMA_UNSUPPORTED = "schema_unsupported"  # 400 when response_format is json_schema
     UNSUPPORTED_PARAMETER = "unsupported_parameter"  # 400 when the body has ``parameter``
+    GARBAGE = "garbage"  # HTTP 200 whose body is not JSON (nor UTF-8)
+    ZERO_EMBEDDINGS = "zero_embeddings"  # every vector all zeros
+    NAN_EMBEDDINGS = "nan_embeddings"  # every vector NaN
+    SHORT_EMBEDDINGS = "short_embeddings"  # vectors of another dimension than usual
 
 
 @dataclass
@@ -260,6 +265,8 @@ class FakeOpenAIServer:
             payload = None
         elif fault is Fault.DISCONNECT:
             payload = None
+        elif fault is Fault.GARBAGE:
+            payload = b"\xff\xfe<html>upstream proxy says hi" + bytes(range(256))
         elif fault is Fault.SERVER_ERROR:
             status, payload = 500, _error("injected server error", "server_error")
         elif rule is not None and fault is Fault.RATE_LIMIT:
@@ -298,7 +305,7 @@ class FakeOpenAIServer:
                                               "invalid_request_error")
             else:
                 prompt_tokens = sum(count_tokens(t) for t in texts)
-                payload = self._embeddings_payload(body, texts, prompt_tokens)
+                payload = self._embeddings_payload(body, texts, prompt_tokens, fault)
         self._record(RecordedRequest(path, body, task, fault, prompt_tokens, completion_tokens,
                                      started, time.monotonic()))
         return status, headers, payload
@@ -318,11 +325,17 @@ class FakeOpenAIServer:
         }, ensure_ascii=False).encode()
 
     def _embeddings_payload(self, body: Mapping[str, Any], texts: list[str],
-                            prompt_tokens: int) -> bytes:
+                            prompt_tokens: int, fault: Fault | None) -> bytes:
         dim = body.get("dimensions") if isinstance(body.get("dimensions"), int) else None
         data = []
         for i, text in enumerate(texts):
             vector = fake_judge.embed(text, dim or self.embedding_dim)
+            if fault is Fault.ZERO_EMBEDDINGS:
+                vector = vector * 0.0
+            elif fault is Fault.NAN_EMBEDDINGS:
+                vector = vector * float("nan")
+            elif fault is Fault.SHORT_EMBEDDINGS:
+                vector = vector[: len(vector) // 2]
             encoded: Any = (base64.b64encode(vector.astype("<f4").tobytes()).decode()
                             if body.get("encoding_format") == "base64" else vector.tolist())
             data.append({"object": "embedding", "index": i, "embedding": encoded})
