@@ -1,8 +1,9 @@
 """Forwarding every span to the next OTLP hop: an official SDK exporter behind a
 bounded queue, a few worker threads, retry with backoff while downstream is down.
 A batch the next hop refuses for good (the exporters of ``downstream`` tell, from
-the OTLP status: a refusal for size is one) is dropped at once; any other failed
-batch is retried until ``retry_for_s``.
+the OTLP status) is dropped at once, not retried; refused for its size, it is
+halved first, down to single spans, so only what the next hop cannot take is lost.
+Any other failed batch is retried until ``retry_for_s``.
 
 Batches are bounded in bytes (``max_batch_bytes``, below the next hop's message
 limit) as well as in spans: a received request larger than that is split into its
@@ -220,6 +221,14 @@ class ForwardQueue(SpanProcessor):
                     self._stats.forwarded(len(batch))
                     return
                 refused = self._refused()
+                if refused is not None and _for_size(refused) and len(batch) > 1:
+                    # The next hop's limit is below ours: halve the batch, so the
+                    # spans that fit are not lost with the one that does not.
+                    half = len(batch) // 2
+                    spans = list(batch)
+                    self._export_with_retry(spans[:half])
+                    self._export_with_retry(spans[half:])
+                    return
                 if refused is not None:
                     self._stats.dropped("downstream_refused", len(batch))
                     logger.warning("dropped %d spans: downstream refused them (%s)",
@@ -281,3 +290,8 @@ class ForwardQueue(SpanProcessor):
         except Exception as exc:
             record_internal_error("gateway.forward.shutdown", exc)
         return done and left == 0
+
+
+def _for_size(refusal: str) -> bool:
+    """Whether the next hop refused an export for its size (``downstream``'s wording)."""
+    return refusal.startswith(("RESOURCE_EXHAUSTED", "HTTP 413"))

@@ -129,9 +129,11 @@ class DeadlineReader(io.RawIOBase):
         super().__init__()
         self._sock = sock
         self._deadline = math.inf
+        self.timed_out = False
 
     def start(self, timeout_s: float) -> None:
         self._deadline = time.monotonic() + timeout_s
+        self.timed_out = False
 
     def remaining(self) -> float:
         return self._deadline - time.monotonic()
@@ -142,7 +144,12 @@ class DeadlineReader(io.RawIOBase):
     def readinto(self, buffer: Any) -> int:
         remaining = self.remaining()
         if remaining <= 0:
+            self.timed_out = True
             raise TimeoutError("the request did not arrive within its deadline")
         self._sock.settimeout(remaining)
-        received: int = self._sock.recv_into(buffer)
+        try:
+            received: int = self._sock.recv_into(buffer)
+        except TimeoutError:
+            self.timed_out = True
+            raise
         return received

@@ -142,9 +142,8 @@ class _Handler(BaseHTTPRequestHandler):
         self.server.connections.next_request(self.conn)
         self._reader.start(self.server.request_timeout_s)
         self._body_read = False
-        try:
-            super().handle_one_request()
-        except TimeoutError:
+        super().handle_one_request()  # a timeout closes the connection
+        if self._reader.timed_out:
             self.server.stats.refused("request_timeout")
             self.close_connection = True
 
