@@ -13,7 +13,6 @@ import pytest
 
 from ragas_trace.cli import score_cmd
 from ragas_trace.cli.main import main
-from ragas_trace.cli.safe_output import atomic_output
 from ragas_trace.record import Context, RagRecord
 from ragas_trace.testing.openai_server import FakeOpenAIServer
 
@@ -88,6 +87,8 @@ def test_the_output_replaces_the_old_one_keeping_its_mode_and_symlink(
 
 
 def test_atomic_output_removes_its_temporary_file_on_error(tmp_path: Path) -> None:
+    from ragas_trace.cli.safe_output import atomic_output
+
     target = tmp_path / "out.jsonl"
     with pytest.raises(RuntimeError), atomic_output(target) as out:
         out.write("half")
