@@ -133,6 +133,7 @@ class _Handler(BaseHTTPRequestHandler):
         if isinstance(self.request, ssl.SSLSocket):
             self.request.do_handshake()
         super().setup()
+        self.rfile.close()  # the stdlib's reader, replaced by one with a deadline
         self._reader = DeadlineReader(self.request)
         self.rfile = io.BufferedReader(self._reader)
         self._unread = 0  # body bytes left unread by a refusal, drained before closing

@@ -60,8 +60,8 @@ OPTIONS: tuple[Setting, ...] = (
            "OTLP/HTTP listen address (protobuf and JSON, plus GET /health), or 'off'",
            "HOST:PORT"),
     Setting("forward_endpoint", "RAGAS_GATEWAY_FORWARD_ENDPOINT", None, optional(text),
-           "next OTLP hop: host:port or http(s)://host:port for gRPC, base URL for HTTP "
-           "(required)", "URL"),
+           "next OTLP hop: host:port or http(s)://host:port for gRPC; for HTTP a base URL "
+           "(/v1/traces appended) or the traces URL itself (required)", "URL"),
     Setting("forward_protocol", "RAGAS_GATEWAY_FORWARD_PROTOCOL", "grpc", choice("grpc", "http"),
            "protocol of the next hop", "grpc|http"),
     Setting("forward_headers", "RAGAS_GATEWAY_FORWARD_HEADERS", None, optional(_headers),
