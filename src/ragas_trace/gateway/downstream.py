@@ -29,7 +29,7 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
 from opentelemetry.proto.trace.v1.trace_pb2 import ResourceSpans, ScopeSpans
 from opentelemetry.proto.trace.v1.trace_pb2 import Span as PbSpan
 from opentelemetry.sdk.trace import ReadableSpan
-from opentelemetry.sdk.trace.export import SpanExporter
+from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
 
 from ragas_trace.gateway.convert import ReceivedSpan, RequestSpans
 from ragas_trace.providers import signal_url
@@ -137,6 +137,17 @@ def _grpc_exporter(endpoint: str, headers: dict[str, str] | None, timeout_s: flo
         def _initialize_channel_and_stub(self) -> None:
             super()._initialize_channel_and_stub()  # type: ignore[no-untyped-call]
             self._client = _RawTraceStub(self._channel)  # type: ignore[assignment]
+
+        def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
+            try:
+                result: SpanExportResult = super().export(spans)
+            except ValueError as exc:
+                # After UNAVAILABLE the SDK closes and rebuilds the channel, which
+                # another forward worker may be using: a transient failure.
+                if "closed channel" not in str(exc):
+                    raise
+                return SpanExportResult.FAILURE
+            return result
 
         def refused(self) -> str | None:
             """Why the next hop refused this thread's last export for good (an OTLP
