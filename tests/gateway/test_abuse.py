@@ -247,3 +247,18 @@ def test_a_client_expecting_100_continue_is_told_413_before_sending(
             answer = sock.recv(4096)
         assert answer.startswith(b"HTTP/1.1 413")
 
+
+
+def test_an_idle_keep_alive_connection_is_closed_but_not_counted_as_refused(
+        downstream: OtlpGrpcReceiver) -> None:
+    with Gateway(settings(forward_endpoint=downstream.endpoint,
+                          request_timeout_s=0.3)) as gw:
+        conn = http.client.HTTPConnection(*_address(gw), timeout=10)
+        conn.request("POST", "/v1/traces", body=_request(0).SerializeToString(), headers=PB)
+        response = conn.getresponse()
+        response.read()
+        assert response.status == 200
+        assert conn.sock is not None
+        assert conn.sock.recv(1) == b""  # closed by the gateway once idle past the deadline
+        conn.close()
+        assert "request_timeout" not in gw.stats.snapshot()["requests_refused"]

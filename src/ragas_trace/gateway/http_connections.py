@@ -130,10 +130,12 @@ class DeadlineReader(io.RawIOBase):
         self._sock = sock
         self._deadline = math.inf
         self.timed_out = False
+        self.received = 0  # bytes since ``start``: 0 on an idle keep-alive connection
 
     def start(self, timeout_s: float) -> None:
         self._deadline = time.monotonic() + timeout_s
         self.timed_out = False
+        self.received = 0
 
     def remaining(self) -> float:
         return self._deadline - time.monotonic()
@@ -152,4 +154,5 @@ class DeadlineReader(io.RawIOBase):
         except TimeoutError:
             self.timed_out = True
             raise
+        self.received += received
         return received

@@ -145,8 +145,10 @@ class _Handler(BaseHTTPRequestHandler):
         self._body_read = False
         super().handle_one_request()  # a timeout closes the connection
         if self._reader.timed_out:
-            self.server.stats.refused("request_timeout")
             self.close_connection = True
+            # An idle keep-alive connection timing out is no refused request.
+            if self._reader.received:
+                self.server.stats.refused("request_timeout")
 
     def handle_expect_100(self) -> bool:
         # A client that waits for "100 Continue" is told "413" before sending the body.
