@@ -1,7 +1,14 @@
 """The OpenTelemetry plumbing ``setup()`` needs: span exporters by name, a metrics
 pipeline (Prometheus scrape endpoint or OTLP), and whether an app already has
 SDK providers to join. Exporter packages are imported only when used, with an
-error naming the extra to install."""
+error naming the extra to install.
+
+OTLP endpoints follow the exporter specification: a signal-specific endpoint
+(``OTEL_EXPORTER_OTLP_TRACES_ENDPOINT``, ``..._METRICS_ENDPOINT``) is used as it is,
+a base one (``OTEL_EXPORTER_OTLP_ENDPOINT``, an ``endpoint`` argument) gets
+``/v1/traces`` or ``/v1/metrics`` appended for OTLP/HTTP. A base URL that already
+ends in a signal path (``http://127.0.0.1:6006/v1/traces``, as backends print
+them) is taken as that signal's URL, and its base for the other signal."""
 
 from __future__ import annotations
 
@@ -13,6 +20,7 @@ from typing import Any
 from opentelemetry import metrics as metrics_api
 from opentelemetry import trace as trace_api
 from opentelemetry.sdk.metrics import MeterProvider
+from opentelemetry.sdk.metrics.export import MetricExporter
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import ConsoleSpanExporter, SpanExporter
@@ -20,6 +28,7 @@ from opentelemetry.sdk.trace.export import ConsoleSpanExporter, SpanExporter
 logger = logging.getLogger("ragas_trace")
 
 _OTLP_EXTRA = "pip install 'ragas-trace[otlp]'"
+_SIGNAL_PATHS = {"traces": "/v1/traces", "metrics": "/v1/metrics"}
 
 
 def otlp_configured(signal: str, env: Mapping[str, str] | None = None) -> bool:
@@ -29,9 +38,43 @@ def otlp_configured(signal: str, env: Mapping[str, str] | None = None) -> bool:
                 or environ.get(f"OTEL_EXPORTER_OTLP_{signal.upper()}_ENDPOINT"))
 
 
-def _otlp_protocol(signal: str) -> str:
-    return (os.environ.get(f"OTEL_EXPORTER_OTLP_{signal.upper()}_PROTOCOL")
-            or os.environ.get("OTEL_EXPORTER_OTLP_PROTOCOL") or "http/protobuf").strip()
+def _otlp_protocol(signal: str, env: Mapping[str, str] | None = None) -> str:
+    environ = os.environ if env is None else env
+    return (environ.get(f"OTEL_EXPORTER_OTLP_{signal.upper()}_PROTOCOL")
+            or environ.get("OTEL_EXPORTER_OTLP_PROTOCOL") or "http/protobuf").strip()
+
+
+def signal_url(endpoint: str, signal: str) -> str:
+    """The OTLP/HTTP URL of ``signal`` from a base endpoint (path appended) or from a
+    URL that already ends in a signal path (kept for that signal, swapped for the
+    other)."""
+    url = endpoint.strip().rstrip("/")
+    own = _SIGNAL_PATHS[signal]
+    if url.endswith(own):
+        return url
+    for path in _SIGNAL_PATHS.values():
+        if url.endswith(path):
+            return url[:-len(path)] + own
+    return url + own
+
+
+def otlp_endpoint(signal: str, endpoint: str | None = None,
+                  env: Mapping[str, str] | None = None) -> str | None:
+    """Where ``signal`` is exported: ``endpoint`` (a base or signal URL, e.g. a CLI
+    flag), else the signal-specific variable as it is, else the base variable. For
+    OTLP/HTTP the full signal URL; for gRPC the endpoint as given (it has no path).
+    None when nothing is configured (the exporter's default then applies)."""
+    environ = os.environ if env is None else env
+    grpc = _otlp_protocol(signal, environ) == "grpc"
+    if endpoint and endpoint.strip():
+        return endpoint.strip() if grpc else signal_url(endpoint, signal)
+    specific = environ.get(f"OTEL_EXPORTER_OTLP_{signal.upper()}_ENDPOINT", "").strip()
+    if specific:
+        return specific
+    base = environ.get("OTEL_EXPORTER_OTLP_ENDPOINT", "").strip()
+    if base:
+        return base if grpc else signal_url(base, signal)
+    return None
 
 
 def span_exporter(choice: str) -> SpanExporter | None:
@@ -40,16 +83,37 @@ def span_exporter(choice: str) -> SpanExporter | None:
         return ConsoleSpanExporter()
     if choice != "otlp":
         return None
+    return otlp_span_exporter()
+
+
+def otlp_span_exporter(endpoint: str | None = None) -> SpanExporter:
+    """An OTLP span exporter (protocol from the environment) to ``otlp_endpoint``."""
+    url = otlp_endpoint("traces", endpoint)
     try:
         if _otlp_protocol("traces") == "grpc":
             from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import (
                 OTLPSpanExporter as GrpcSpanExporter,
             )
-            return GrpcSpanExporter()
+            return GrpcSpanExporter(endpoint=url)
         from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
-        return OTLPSpanExporter()
+        return OTLPSpanExporter(endpoint=url)
     except ImportError as exc:
         raise ImportError(f"the OTLP exporter needs the otlp extra: {_OTLP_EXTRA}") from exc
+
+
+def otlp_metric_exporter(endpoint: str | None = None) -> MetricExporter:
+    """An OTLP metric exporter (protocol from the environment) to ``otlp_endpoint``."""
+    url = otlp_endpoint("metrics", endpoint)
+    try:
+        if _otlp_protocol("metrics") == "grpc":
+            from opentelemetry.exporter.otlp.proto.grpc.metric_exporter import (
+                OTLPMetricExporter as GrpcMetricExporter,
+            )
+            return GrpcMetricExporter(endpoint=url)
+        from opentelemetry.exporter.otlp.proto.http.metric_exporter import OTLPMetricExporter
+        return OTLPMetricExporter(endpoint=url)
+    except ImportError as exc:
+        raise ImportError(f"OTLP metrics need the otlp extra: {_OTLP_EXTRA}") from exc
 
 
 def existing_tracer_provider() -> TracerProvider | None:
@@ -87,21 +151,8 @@ class PrometheusEndpoint:
 
 def otlp_meter_provider(resource: Resource) -> MeterProvider:
     """A MeterProvider exporting periodically over OTLP (protocol from the environment)."""
-    from opentelemetry.sdk.metrics.export import MetricExporter, PeriodicExportingMetricReader
+    from opentelemetry.sdk.metrics.export import PeriodicExportingMetricReader
 
-    exporter: MetricExporter
-    try:
-        if _otlp_protocol("metrics") == "grpc":
-            from opentelemetry.exporter.otlp.proto.grpc.metric_exporter import (
-                OTLPMetricExporter as GrpcMetricExporter,
-            )
-            exporter = GrpcMetricExporter()
-        else:
-            from opentelemetry.exporter.otlp.proto.http.metric_exporter import (
-                OTLPMetricExporter,
-            )
-            exporter = OTLPMetricExporter()
-    except ImportError as exc:
-        raise ImportError(f"OTLP metrics need the otlp extra: {_OTLP_EXTRA}") from exc
+    exporter = otlp_metric_exporter()
     return MeterProvider(metric_readers=[PeriodicExportingMetricReader(exporter)],
                          resource=resource)

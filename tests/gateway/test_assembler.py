@@ -132,6 +132,22 @@ def test_memory_bound_releases_the_oldest_trace_early():
     assert assembler.held_spans() == 4
 
 
+def test_byte_bound_releases_the_oldest_trace_early():
+    """Few spans, but big ones: the byte bound releases what the span count would keep."""
+    from ragas_trace.gateway.sizes import span_bytes
+
+    clock, sink = Clock(), Sink()
+    first, second = _rag_trace("a-"), _rag_trace("b-")
+    one_trace = sum(span_bytes(s) for s in first)
+    assembler = TraceAssembler(sink, quiet_s=1.0, max_wait_s=10.0, max_spans=1000,
+                               max_bytes=one_trace + one_trace // 2, clock=clock)
+    assembler.add(first)
+    assert sink.completed == []
+    assembler.add(second)
+    assert sink.completed == [(["a-" + n for n in ALL], "evicted")]
+    assert assembler.held_spans() == 4
+
+
 def test_close_releases_everything_held():
     sink = Sink()
     assembler = TraceAssembler(sink, quiet_s=1.0, max_wait_s=10.0)

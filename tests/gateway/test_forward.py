@@ -112,3 +112,25 @@ def test_an_export_cut_by_close_is_a_counted_drop_not_an_internal_error() -> Non
         time.sleep(0.02)
     assert stats.spans_dropped["downstream_unavailable"] == len(whole)
     assert internal_error_counts().get("gateway.forward.export", 0) == before
+
+
+def test_batches_are_bounded_in_bytes_and_a_too_large_span_is_dropped() -> None:
+    from ragas_trace.gateway.convert import Limits, convert_request
+    from ragas_trace.gateway.downstream import encode_batch
+
+    tracing = InMemoryTracing()
+    for i in range(10):
+        with tracing.tracer.start_as_current_span(f"s{i}", attributes={"blob": "x" * 300_000}):
+            pass
+    with tracing.tracer.start_as_current_span("huge", attributes={"blob": "x" * 2_000_000}):
+        pass
+    spans = convert_request(encode_spans(tracing.spans()), Limits()).spans
+    recorder, stats = Recorder(), GatewayStats()
+    queue = ForwardQueue(recorder, stats, max_spans=100, max_batch_bytes=1 << 20)
+    for span in spans:
+        queue.on_end(span)
+    assert queue.close(5.0)
+    assert sum(len(b) for b in recorder.batches) == 10
+    assert max(encode_batch(b).ByteSize() for b in recorder.batches) <= 1 << 20
+    assert len(recorder.batches) >= 4  # 3 spans of 300 kB fit in 1 MiB, not 4
+    assert stats.spans_dropped == {"span_too_large": 1}

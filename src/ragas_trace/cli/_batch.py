@@ -22,8 +22,9 @@ class InputError(ValueError):
     """A bad input line; the message names the file and line."""
 
 
-def read_jsonl(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
-    """(line number, object) for each non-blank line; ``InputError`` for a bad one."""
+def jsonl_rows(path: Path) -> Iterator[tuple[int, dict[str, Any] | InputError]]:
+    """(line number, object) for each non-blank line, or (line number, the
+    ``InputError``) for a line that is not a JSON object; reading goes on after it."""
     with path.open(encoding="utf-8") as lines:
         for number, line in enumerate(lines, 1):
             if not line.strip():
@@ -31,10 +32,25 @@ def read_jsonl(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
             try:
                 value = json.loads(line)
             except ValueError as exc:
-                raise InputError(f"{path}:{number}: not JSON ({exc})") from exc
+                yield number, InputError(f"{path}:{number}: not JSON ({exc})")
+                continue
             if not isinstance(value, dict):
-                raise InputError(f"{path}:{number}: expected a JSON object")
+                yield number, InputError(f"{path}:{number}: expected a JSON object")
+                continue
             yield number, value
+
+
+def read_jsonl(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
+    """(line number, object) for each non-blank line; ``InputError`` for a bad one."""
+    for number, row in jsonl_rows(path):
+        if isinstance(row, InputError):
+            raise row
+        yield number, row
+
+
+def missing_text_fields(row: dict[str, Any], fields: Iterable[str]) -> list[str]:
+    """The ``fields`` of ``row`` that are absent or not strings."""
+    return [f for f in fields if not isinstance(row.get(f), str)]
 
 
 positive_int = argument_type(integer(1))  # an argparse type: an integer of at least 1

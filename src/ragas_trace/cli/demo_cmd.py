@@ -38,9 +38,14 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--metrics-port", type=_PORT, default=None, metavar="PORT",
                         help="serve Prometheus metrics on this port while the demo runs")
     parser.add_argument("--otlp-endpoint", default=None, metavar="URL",
-                        help="send traces and metrics to this OTLP/HTTP collector, e.g. "
-                             "http://localhost:4318 (default: OTEL_EXPORTER_OTLP_ENDPOINT; "
-                             "OTEL_EXPORTER_OTLP_PROTOCOL=grpc for gRPC)")
+                        help="send traces and metrics to this OTLP collector: a base URL "
+                             "(http://localhost:4318, /v1/traces and /v1/metrics appended) "
+                             "or a traces URL as backends print it "
+                             "(http://127.0.0.1:6006/v1/traces). Default: "
+                             "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT / _METRICS_ENDPOINT (as "
+                             "they are), else OTEL_EXPORTER_OTLP_ENDPOINT (base); "
+                             "OTEL_EXPORTER_OTLP_PROTOCOL=grpc for gRPC. Exit 1 when spans "
+                             "are not delivered")
     parser.add_argument("--seed", type=int, default=0, help="seed of questions and answers")
     parser.add_argument("--service-name", default=None,
                         help="OTel service name (default OTEL_SERVICE_NAME, else "
@@ -93,14 +98,39 @@ def run(args: argparse.Namespace) -> int:
     print(summary(result.rows))
     if result.spans_file is not None:
         print(f"spans: {result.spans_file} (OTLP JSON lines)")
-    else:
-        print("spans and metrics: sent to the OTLP endpoint")
+    for line in _delivery_lines(result.delivery):
+        print(line)
     print(f"done in {result.elapsed_s:.1f} s")
+    code = 0
     if not result.scoring_finished:
         print("warning: not every request was scored before the flush deadline",
               file=sys.stderr)
-        return 1
-    return 0
+        code = 1
+    spans = result.delivery.get("spans")
+    if spans is not None and spans.failed:
+        print(f"error: {spans.failed} span(s) were not delivered to {spans.endpoint}",
+              file=sys.stderr)
+        code = 1
+    metrics = result.delivery.get("metrics")
+    if metrics is not None and metrics.failed:
+        print(f"warning: {metrics.failed} metrics export(s) failed to {metrics.endpoint} "
+              "(a traces-only backend such as Phoenix or Jaeger takes no metrics: "
+              "use --metrics-port and Prometheus)", file=sys.stderr)
+    return code
+
+
+def _delivery_lines(delivery: dict[str, Any]) -> list[str]:
+    """One line per OTLP signal: what reached its endpoint and what did not."""
+    lines = []
+    for signal, what in (("spans", "spans"), ("metrics", "metrics exports")):
+        d = delivery.get(signal)
+        if d is None:
+            continue
+        state = "all delivered" if not d.failed else f"{d.failed} FAILED"
+        lines.append(f"{signal}: {d.sent} {what} sent to {d.endpoint}, {state}")
+    if "spans" in delivery and "metrics" not in delivery:
+        lines.append("metrics: not exported over OTLP (no metrics endpoint configured)")
+    return lines
 
 
 def _progress(phase: str, done: int, total: int) -> None:

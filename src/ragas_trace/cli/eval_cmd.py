@@ -17,7 +17,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ragas_trace.cli._batch import InputError, Progress, in_order, positive_int, read_jsonl
+from ragas_trace.cli._batch import (
+    InputError,
+    Progress,
+    in_order,
+    missing_text_fields,
+    positive_int,
+    read_jsonl,
+)
 from ragas_trace.judges.base import Judge
 from ragas_trace.results import Metric
 
@@ -73,7 +80,7 @@ def run(args: argparse.Namespace) -> int:
 def load_cases(path: Path) -> list[Case]:
     cases = []
     for number, row in read_jsonl(path):
-        missing = [f for f in _FIELDS if not isinstance(row.get(f), str)]
+        missing = missing_text_fields(row, _FIELDS)
         if missing:
             raise InputError(f"{path}:{number}: missing text field(s) {', '.join(missing)}")
         split = row.get("split")

@@ -1,8 +1,18 @@
 """``ragas-trace score``: batch scoring of saved records. Each input line is a record
 (``question``, ``contexts`` as strings or objects with ``content``, ``answer``; the
 format ``RagRecord.to_dict`` writes); each output line is that record with its
-scores under ``"ragas"`` (``Scores.to_dict``), in input order. A bad line is reported
-on stderr and skipped, and the exit code is then 1."""
+scores under ``"ragas"`` (``Scores.to_dict``), in input order.
+
+A bad line (not JSON, no ``question`` or ``answer`` string, a field of the wrong
+type) is reported on stderr with its line number and skipped; the run goes on.
+The output file is written atomically (a temporary file in its directory, renamed
+at the end): an interrupted or failed run leaves an existing output as it was. The
+output may not be the input file (also through a symlink or another path to it).
+
+exit codes:
+  0  every record scored (a metric may still have failed: see "ragas" in each line)
+  1  some lines were skipped, or the input has no records (nothing is written)
+  2  bad arguments, the output is the input, or a file could not be read/written"""
 
 from __future__ import annotations
 
@@ -19,14 +29,17 @@ from ragas_trace.cli._batch import (
     Progress,
     count_lines,
     in_order,
+    jsonl_rows,
+    missing_text_fields,
     positive_int,
-    read_jsonl,
 )
+from ragas_trace.cli.safe_output import atomic_output, same_file
 from ragas_trace.judges.base import Judge
 from ragas_trace.record import RagRecord
 from ragas_trace.results import Metric, MetricStatus, Scores
 
 _FAILURES = (MetricStatus.FAILED, MetricStatus.TIMEOUT)
+_NEEDED = ("question", "answer")
 
 
 def register(subparsers: Any) -> None:
@@ -35,7 +48,7 @@ def register(subparsers: Any) -> None:
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--input", type=Path, required=True, metavar="records.jsonl")
     parser.add_argument("--output", type=Path, required=True, metavar="scored.jsonl",
-                        help="'-' for standard output")
+                        help="'-' for standard output; never the input file")
     parser.add_argument("--judge", default="local", metavar="local|openai",
                         help="local (default), openai or openai:MODEL")
     parser.add_argument("--metrics", default=None, metavar="M1,M2",
@@ -48,25 +61,35 @@ def register(subparsers: Any) -> None:
 def run(args: argparse.Namespace) -> int:
     from ragas_trace.judges import resolve_judge
 
+    to_stdout = str(args.output) == "-"
     try:
         metrics = frozenset(Metric(m.strip()) for m in args.metrics.split(",")) \
             if args.metrics else frozenset(Metric)
+        if not to_stdout and same_file(args.input, args.output):
+            raise ValueError(f"--output {args.output} is the input file: choose another "
+                             "path (the input would be overwritten)")
         total = count_lines(args.input)
+        if total == 0:
+            print(f"ragas-trace score: no records in {args.input} (empty file); nothing "
+                  "written", file=sys.stderr)
+            return 1
         judge = resolve_judge(args.judge)
     except (OSError, ValueError, ImportError) as exc:
         print(f"ragas-trace score: {exc}", file=sys.stderr)
         return 2
     try:
-        if str(args.output) == "-":
+        if to_stdout:
             bad = asyncio.run(score_file(args.input, sys.stdout, judge, metrics, total,
                                          args.concurrency))
         else:
-            with args.output.open("w", encoding="utf-8") as out:
+            with atomic_output(args.output) as out:
                 bad = asyncio.run(score_file(args.input, out, judge, metrics, total,
                                              args.concurrency))
-    except (OSError, InputError) as exc:
+    except OSError as exc:
         print(f"ragas-trace score: {exc}", file=sys.stderr)
         return 2
+    if bad:
+        print(f"ragas-trace score: {bad} line(s) skipped", file=sys.stderr)
     return 1 if bad else 0
 
 
@@ -78,7 +101,17 @@ async def score_file(path: Path, out: IO[str], judge: Judge, metrics: frozenset[
 
     def records() -> Iterator[tuple[int, RagRecord | str]]:
         nonlocal bad
-        for number, row in read_jsonl(path):
+        for number, row in jsonl_rows(path):
+            if isinstance(row, InputError):
+                bad += 1
+                yield number, str(row)
+                continue
+            missing = missing_text_fields(row, _NEEDED)
+            if missing:
+                bad += 1
+                yield number, f"{path}:{number}: missing field(s) {', '.join(missing)} " \
+                              "(a string each)"
+                continue
             try:
                 yield number, RagRecord.from_dict(row)
             except ValueError as exc:

@@ -9,7 +9,7 @@ import os
 import random
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from opentelemetry.sdk.resources import SERVICE_NAME, Resource
@@ -17,10 +17,12 @@ from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SpanExporter
 
 import ragas_trace
+from ragas_trace import providers
 from ragas_trace.demo.app import APP_NAME, build_chain
 from ragas_trace.demo.behaviour import Behaviour
 from ragas_trace.demo.corpus import QUESTIONS, DemoQuestion
 from ragas_trace.demo.exporting import (
+    Delivery,
     FanOutExporter,
     ScoredRootsExporter,
     otlp_meter_provider,
@@ -69,6 +71,8 @@ class DemoResult:
     spans_file: Path | None
     elapsed_s: float
     scoring_finished: bool
+    # Per OTLP signal ("spans", "metrics") exported: what was delivered, and where.
+    delivery: dict[str, Delivery] = field(default_factory=dict)
 
 
 Progress = Callable[[str, int, int], None]
@@ -87,15 +91,19 @@ def run_demo(options: DemoOptions, progress: Progress | None = None) -> DemoResu
     started = time.monotonic()
     report = progress or (lambda phase, done, total: None)
     service = options.service_name or os.environ.get("OTEL_SERVICE_NAME") or DEFAULT_SERVICE
-    endpoint = options.otlp_endpoint or os.environ.get("OTEL_EXPORTER_OTLP_ENDPOINT")
     shown = ScoredRootsExporter()
     exporters: list[SpanExporter] = [shown]
     spans_file: Path | None = None
     meter_provider = None
-    if endpoint:
-        exporters.append(otlp_span_exporter(options.otlp_endpoint))
-        if options.metrics_port is None:
-            meter_provider = otlp_meter_provider(options.otlp_endpoint, service)
+    delivery: dict[str, Delivery] = {}
+    if options.otlp_endpoint or providers.otlp_configured("traces"):
+        span_exporter = otlp_span_exporter(options.otlp_endpoint)
+        exporters.append(span_exporter)
+        delivery["spans"] = span_exporter.delivery
+        if options.metrics_port is None and \
+                (options.otlp_endpoint or providers.otlp_configured("metrics")):
+            meter_provider, delivery["metrics"] = otlp_meter_provider(options.otlp_endpoint,
+                                                                      service)
     elif options.out_dir is not None:
         spans_file = spans_path(options.out_dir)
         spans_file.unlink(missing_ok=True)
@@ -146,5 +154,5 @@ def run_demo(options: DemoOptions, progress: Progress | None = None) -> DemoResu
         if meter_provider is not None:
             meter_provider.shutdown()
     rows = rows_from_spans(shown.spans(), judge.scores_for)
-    return DemoResult(rows, spans_file, time.monotonic() - started, finished)
+    return DemoResult(rows, spans_file, time.monotonic() - started, finished, delivery)
 

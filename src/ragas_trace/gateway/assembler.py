@@ -9,7 +9,8 @@ trace root or a remote parent) and nothing new came for ``quiet_s``; or
 ``max_wait_s`` passed since it became RAG. Then the whole trace goes to the sink
 at once (the scoring processor sees it as if it had run in-process). Spans of
 other traces go to the sink at once, one by one, and are not kept. Memory is
-bounded by ``max_spans``: past it the oldest held trace is released early.
+bounded by ``max_spans`` and ``max_bytes``: past either the oldest held trace is
+released early.
 
 Limitation: a span that arrived before its trace showed any RAG sign has already
 been forwarded and is not part of the released trace (if it is the RAG root's
@@ -31,6 +32,7 @@ from opentelemetry.sdk.trace import ReadableSpan
 from ragas_trace import semconv as sc
 from ragas_trace.extract import is_rag_root_candidate, span_kind
 from ragas_trace.gateway.convert import ReceivedSpan
+from ragas_trace.gateway.sizes import span_bytes
 
 Release = Literal["ready", "max_wait", "evicted", "shutdown"]
 # What ``extract.span_kind`` looks at: a span with none of these is neither a root
@@ -51,6 +53,7 @@ class _Trace:
     since: float
     last_seen: float
     spans: list[ReadableSpan] = field(default_factory=list)
+    nbytes: int = 0
     has_candidate: bool = False
     has_retrieval: bool = False
 
@@ -60,7 +63,8 @@ class TraceAssembler:
     neither blocks beyond a short lock, and sink calls are made outside it."""
 
     def __init__(self, sink: TraceSink, *, quiet_s: float = 2.0, max_wait_s: float = 10.0,
-                 max_spans: int = 50_000, clock: Callable[[], float] = time.monotonic) -> None:
+                 max_spans: int = 50_000, max_bytes: int = 256 << 20,
+                 clock: Callable[[], float] = time.monotonic) -> None:
         for name, value in (("quiet_s", quiet_s), ("max_wait_s", max_wait_s)):
             if not value > 0:
                 raise ValueError(f"{name} must be > 0, got {value}")
@@ -70,10 +74,12 @@ class TraceAssembler:
         self._quiet_s = quiet_s
         self._max_wait_s = max(max_wait_s, quiet_s)
         self._max_spans = max_spans
+        self._max_bytes = max_bytes
         self._clock = clock
         self._lock = threading.Lock()
         self._traces: OrderedDict[int, _Trace] = OrderedDict()
         self._kept = 0
+        self._kept_bytes = 0
 
     def held_traces(self) -> int:
         with self._lock:
@@ -101,12 +107,17 @@ class TraceAssembler:
                     trace = self._traces[trace_id] = _Trace(now, now)
                 trace.last_seen = now
                 trace.spans.append(span)
+                size = span_bytes(span)
+                trace.nbytes += size
+                self._kept_bytes += size
                 trace.has_candidate |= candidate
                 trace.has_retrieval |= retrieval
                 self._kept += 1
-            while self._kept > self._max_spans and self._traces:
+            while (self._kept > self._max_spans or self._kept_bytes > self._max_bytes) \
+                    and self._traces:
                 _, oldest = self._traces.popitem(last=False)
                 self._kept -= len(oldest.spans)
+                self._kept_bytes -= oldest.nbytes
                 evicted.append(oldest)
         for span in forward:
             self._sink.pass_through(span)
@@ -129,6 +140,7 @@ class TraceAssembler:
                     continue
                 del self._traces[trace_id]
                 self._kept -= len(trace.spans)
+                self._kept_bytes -= trace.nbytes
         self._release(ready, "ready")
         self._release(late, "max_wait")
 
@@ -138,6 +150,7 @@ class TraceAssembler:
             traces = list(self._traces.values())
             self._traces.clear()
             self._kept = 0
+            self._kept_bytes = 0
         self._release(traces, "shutdown")
 
     def _release(self, traces: list[_Trace], why: Release) -> None:

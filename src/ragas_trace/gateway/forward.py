@@ -1,15 +1,22 @@
 """Forwarding every span to the next OTLP hop: an official SDK exporter behind a
 bounded queue, a few worker threads, retry with backoff while downstream is down.
-A batch the next hop refuses for good (the gRPC exporter of ``downstream`` tells,
-from the OTLP status) is dropped at once; any other failed batch is retried until
-``retry_for_s``.
+A batch the next hop refuses for good (the exporters of ``downstream`` tell, from
+the OTLP status) is dropped at once, not retried; refused for its size, it is
+halved first, down to single spans, so only what the next hop cannot take is lost.
+Any other failed batch is retried until ``retry_for_s``.
 
-The queue is the gateway's back-pressure point: receivers ask ``admits(n)`` before
-accepting a request and answer with an OTLP retryable error when it says no, so a
-dead downstream makes senders wait instead of this process growing. Spans the
-gateway produces itself (scored roots, evaluation spans) may use the last tenth
-of the queue that receivers can't; beyond the hard capacity they are dropped and
-counted, as are batches still failing after ``retry_for_s``."""
+Batches are bounded in bytes (``max_batch_bytes``, below the next hop's message
+limit) as well as in spans: a received request larger than that is split into its
+spans, and a single span larger than that is dropped and counted
+(``span_too_large``); the content policy's truncation, when scoring, applies before.
+
+The queue is the gateway's back-pressure point: receivers ask ``admits(n, nbytes)``
+before accepting a request and answer with an OTLP retryable error when it says no,
+so a dead downstream makes senders wait instead of this process growing. Its
+capacity is in spans (``max_spans``) and in bytes (``max_bytes``). Spans the gateway
+produces itself (scored roots, evaluation spans) may use the last tenth of the queue
+that receivers can't; beyond the hard capacity they are dropped and counted, as are
+batches still failing after ``retry_for_s``."""
 
 from __future__ import annotations
 
@@ -26,12 +33,15 @@ from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
 
 from ragas_trace._internal_errors import record_internal_error
 from ragas_trace.gateway.convert import RequestSpans
+from ragas_trace.gateway.sizes import origin_bytes, origin_key, request_bytes, span_bytes
 from ragas_trace.gateway.stats import GatewayStats
 
 logger = logging.getLogger(__name__)
 
 _SUPPRESS = otel_context._SUPPRESS_INSTRUMENTATION_KEY
 _BACKOFF_MAX_S = 5.0
+_MIB = 1 << 20
+Item = ReadableSpan | RequestSpans
 
 
 class ForwardQueue(SpanProcessor):
@@ -44,6 +54,7 @@ class ForwardQueue(SpanProcessor):
 
     def __init__(self, exporter: SpanExporter, stats: GatewayStats, *,
                  max_spans: int = 20_000, max_batch: int = 512,
+                 max_batch_bytes: int = 3 * _MIB + _MIB // 2, max_bytes: int = 256 * _MIB,
                  retry_for_s: float = 30.0, linger_s: float = 0.05, workers: int = 4) -> None:
         if max_spans < 10:
             raise ValueError(f"max_spans must be >= 10, got {max_spans}")
@@ -54,12 +65,17 @@ class ForwardQueue(SpanProcessor):
         self._max_spans = max_spans
         self._admit_limit = max_spans - max_spans // 10
         self._max_batch = max_batch
+        self._max_batch_bytes = max_batch_bytes
+        self._max_bytes = max_bytes
+        self._admit_bytes = max_bytes - max_bytes // 10
         self._retry_for_s = retry_for_s
         self._linger_s = linger_s
-        # Single spans, or whole requests (``RequestSpans``) exported as one batch.
-        self._queue: deque[ReadableSpan | RequestSpans] = deque()
+        # Single spans, or whole requests (``RequestSpans``) exported as one batch,
+        # each with its size in bytes.
+        self._queue: deque[tuple[Item, int]] = deque()
         self._queued = 0
         self._in_flight = 0
+        self._bytes = 0  # queued or in flight
         self._lock = threading.Lock()
         self._wake = threading.Condition(self._lock)
         self._idle = threading.Condition(self._lock)
@@ -76,35 +92,50 @@ class ForwardQueue(SpanProcessor):
         with self._lock:
             return self._queued + self._in_flight
 
-    def admits(self, n: int) -> bool:
-        """Whether a receiver may accept ``n`` more spans now."""
+    def admits(self, n: int, nbytes: int = 0) -> bool:
+        """Whether a receiver may accept ``n`` more spans (``nbytes`` bytes) now."""
         with self._lock:
-            return self._queued + self._in_flight + n <= self._admit_limit
+            return self._queued + self._in_flight + n <= self._admit_limit and \
+                self._bytes + nbytes <= self._admit_bytes
 
     def on_start(self, span: Span, parent_context: Context | None = None) -> None:
         return
 
     def on_end(self, span: ReadableSpan) -> None:
-        self._put(span, 1)
+        self._put_span(span)
 
     def offer(self, spans: Sequence[ReadableSpan]) -> None:
         """Queue received spans in one go (the receivers checked ``admits`` first);
-        a ``RequestSpans`` stays one item and leaves as one export call."""
+        a ``RequestSpans`` within ``max_batch_bytes`` stays one item and leaves as
+        one export call, a larger one is split into its spans."""
         if isinstance(spans, RequestSpans):
-            self._put(spans, len(spans))
-            return
+            size = request_bytes(spans)
+            if size <= self._max_batch_bytes:
+                self._put(spans, len(spans), size)
+                return
         for span in spans:
-            self._put(span, 1)
+            self._put_span(span)
 
-    def _put(self, item: ReadableSpan | RequestSpans, n: int) -> None:
+    def _put_span(self, span: ReadableSpan) -> None:
+        size = span_bytes(span)
+        if size + origin_bytes(span) > self._max_batch_bytes:
+            self._stats.dropped("span_too_large")
+            logger.warning("dropped a span of %d bytes: larger than a forward batch may "
+                           "be (%d bytes, --forward-max-batch-bytes)", size,
+                           self._max_batch_bytes)
+            return
+        self._put(span, 1, size)
+
+    def _put(self, item: Item, n: int, size: int) -> None:
         with self._lock:
             if self._queued + self._in_flight + n > self._max_spans or \
-                    self._stopping.is_set():
+                    self._bytes + size > self._max_bytes or self._stopping.is_set():
                 first = not self._full_logged
                 self._full_logged = True
             else:
-                self._queue.append(item)
+                self._queue.append((item, size))
                 self._queued += n
+                self._bytes += size
                 if len(self._queue) == 1 or self._queued >= self._max_batch:
                     self._wake.notify()
                 return
@@ -113,20 +144,31 @@ class ForwardQueue(SpanProcessor):
             logger.warning("forward queue full (%d spans): dropping spans (counted in "
                            "ragas_gateway_spans_dropped_total)", self._max_spans)
 
-    def _take_batch(self) -> Sequence[ReadableSpan]:
-        """Under the lock: a whole request alone, or up to ``max_batch`` single spans."""
-        head = self._queue[0]
+    def _take_batch(self) -> tuple[Sequence[ReadableSpan], int]:
+        """Under the lock: a whole request alone, or up to ``max_batch`` single spans
+        within ``max_batch_bytes``; with the bytes they hold."""
+        head, size = self._queue[0]
         if isinstance(head, RequestSpans):
             self._queue.popleft()
-            return head
+            return head, size
         batch: list[ReadableSpan] = []
+        held = total = 0
+        origins: set[int] = set()
         while self._queue and len(batch) < self._max_batch:
-            item = self._queue[0]
+            item, size = self._queue[0]
             if isinstance(item, RequestSpans):
                 break
+            key = origin_key(item)
+            extra = size if key is None or key in origins else size + origin_bytes(item)
+            if batch and total + extra > self._max_batch_bytes:
+                break
+            if key is not None:
+                origins.add(key)
             batch.append(item)
+            held += size
+            total += extra
             self._queue.popleft()
-        return batch
+        return batch, held
 
     def _run(self) -> None:
         while True:
@@ -135,7 +177,8 @@ class ForwardQueue(SpanProcessor):
                     self._idle.notify_all()
                     self._wake.wait()
                 if self._queued < self._max_batch and not self._stopping.is_set() and \
-                        not isinstance(self._queue[0] if self._queue else None, RequestSpans):
+                        not isinstance(self._queue[0][0] if self._queue else None,
+                                       RequestSpans):
                     # Let a few more spans arrive so batches are not one span each
                     # (a whole request is a batch already).
                     self._wake.wait(self._linger_s)
@@ -144,7 +187,7 @@ class ForwardQueue(SpanProcessor):
                     if self._stopping.is_set():
                         return
                     continue
-                batch = self._take_batch()
+                batch, size = self._take_batch()
                 self._queued -= len(batch)
                 self._in_flight += len(batch)
                 if self._queue:
@@ -154,6 +197,7 @@ class ForwardQueue(SpanProcessor):
             finally:
                 with self._lock:
                     self._in_flight -= len(batch)
+                    self._bytes -= size
                     self._full_logged = False
                     if not self._queue:
                         self._idle.notify_all()
@@ -177,6 +221,14 @@ class ForwardQueue(SpanProcessor):
                     self._stats.forwarded(len(batch))
                     return
                 refused = self._refused()
+                if refused is not None and _for_size(refused) and len(batch) > 1:
+                    # The next hop's limit is below ours: halve the batch, so the
+                    # spans that fit are not lost with the one that does not.
+                    half = len(batch) // 2
+                    spans = list(batch)
+                    self._export_with_retry(spans[:half])
+                    self._export_with_retry(spans[half:])
+                    return
                 if refused is not None:
                     self._stats.dropped("downstream_refused", len(batch))
                     logger.warning("dropped %d spans: downstream refused them (%s)",
@@ -230,6 +282,7 @@ class ForwardQueue(SpanProcessor):
             left = self._queued
             self._queue.clear()
             self._queued = 0
+            self._bytes = 0
         if left:
             self._stats.dropped("shutdown", left)
         try:
@@ -237,3 +290,8 @@ class ForwardQueue(SpanProcessor):
         except Exception as exc:
             record_internal_error("gateway.forward.shutdown", exc)
         return done and left == 0
+
+
+def _for_size(refusal: str) -> bool:
+    """Whether the next hop refused an export for its size (``downstream``'s wording)."""
+    return refusal.startswith(("RESOURCE_EXHAUSTED", "HTTP 413"))

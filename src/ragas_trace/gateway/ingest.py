@@ -66,7 +66,7 @@ class Ingest:
             converted = self._forward_whole(body, encoding)
         else:
             request = parse_request(body, encoding)
-            self._admit(span_count(request))
+            self._admit(span_count(request), len(body))
             converted = convert_request(request, self.limits)
         self.deliver(converted.spans)
         self.stats.received(len(converted.spans), converted.rejected)
@@ -83,13 +83,13 @@ class Ingest:
         else:
             view = request = parse_request(body, encoding)
         count = span_count(view)
-        self._admit(count)
+        self._admit(count, len(body))
         if ids_valid(view):
             raw = body if encoding == "protobuf" else None
             return Converted(RequestSpans(count, raw=raw, request=request))
         return convert_request(request or parse_request(body, encoding), None)
 
-    def _admit(self, count: int) -> None:
-        if not self.forward.admits(count):
+    def _admit(self, count: int, nbytes: int) -> None:
+        if not self.forward.admits(count, nbytes):
             self.stats.refused("busy")
             raise Busy(self.retry_after_s)

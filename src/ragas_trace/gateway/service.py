@@ -54,6 +54,8 @@ class Gateway:
                 timeout_s=settings.forward_timeout_s, gzip=settings.forward_gzip,
                 ca_file=settings.forward_ca_file)
         self.forward = ForwardQueue(exporter, self.stats, max_spans=settings.queue_spans,
+                                    max_batch_bytes=settings.forward_max_batch_bytes,
+                                    max_bytes=settings.queue_bytes,
                                     retry_for_s=settings.retry_for_s)
         self.metrics: PrometheusEndpoint | None = None
         if settings.metrics_port is not None:
@@ -70,7 +72,8 @@ class Gateway:
                                     else None)
             self.assembler = TraceAssembler(self.sink, quiet_s=settings.quiet_s,
                                             max_wait_s=settings.max_wait_s,
-                                            max_spans=settings.max_trace_spans)
+                                            max_spans=settings.max_trace_spans,
+                                            max_bytes=settings.max_trace_bytes)
             deliver = self.assembler.add
             self.stats.add_gauge("held_traces", self.assembler.held_traces)
             self.stats.add_gauge("held_spans", self.assembler.held_spans)
@@ -99,6 +102,8 @@ class Gateway:
                                        security=security,
                                        max_request_bytes=settings.max_request_bytes,
                                        max_connections=settings.max_connections,
+                                       max_open_connections=settings.max_http_connections,
+                                       request_timeout_s=settings.request_timeout_s,
                                        health=self.health)
         if self.grpc is None and self.http is None:
             raise ValueError("both receivers are off: enable --otlp-grpc or --otlp-http")

@@ -60,8 +60,8 @@ OPTIONS: tuple[Setting, ...] = (
            "OTLP/HTTP listen address (protobuf and JSON, plus GET /health), or 'off'",
            "HOST:PORT"),
     Setting("forward_endpoint", "RAGAS_GATEWAY_FORWARD_ENDPOINT", None, optional(text),
-           "next OTLP hop: host:port or http(s)://host:port for gRPC, base URL for HTTP "
-           "(required)", "URL"),
+           "next OTLP hop: host:port or http(s)://host:port for gRPC; for HTTP a base URL "
+           "(/v1/traces appended) or the traces URL itself (required)", "URL"),
     Setting("forward_protocol", "RAGAS_GATEWAY_FORWARD_PROTOCOL", "grpc", choice("grpc", "http"),
            "protocol of the next hop", "grpc|http"),
     Setting("forward_headers", "RAGAS_GATEWAY_FORWARD_HEADERS", None, optional(_headers),
@@ -70,11 +70,18 @@ OPTIONS: tuple[Setting, ...] = (
            "gzip what is sent to the next hop", "BOOL"),
     Setting("forward_ca_file", "RAGAS_GATEWAY_FORWARD_CA_FILE", None, optional(text),
            "PEM file of CAs that sign the next hop's TLS certificate", "PATH"),
+    Setting("forward_max_batch_bytes", "RAGAS_GATEWAY_FORWARD_MAX_BATCH_BYTES",
+           3 * _MIB + _MIB // 2, integer(64 * 1024),
+           "largest export request sent to the next hop (keep it below the next hop's "
+           "limit, 4 MiB for a default gRPC server); a larger received request is split, "
+           "a single larger span is dropped (counted as span_too_large)", "BYTES"),
     Setting("forward_timeout_s", "RAGAS_GATEWAY_FORWARD_TIMEOUT_S", 10.0, number(0.1),
            "timeout of one export call to the next hop", "SECONDS"),
     Setting("queue_spans", "RAGAS_GATEWAY_QUEUE_SPANS", 20_000, integer(10),
            "spans waiting for the next hop; receivers answer 'retry later' once 90%% full, "
            "past 100%% spans are dropped (counted)", "N"),
+    Setting("queue_bytes", "RAGAS_GATEWAY_QUEUE_BYTES", 128 * _MIB, integer(_MIB),
+           "bytes of spans waiting for the next hop, bounded like --queue-spans", "BYTES"),
     Setting("retry_for_s", "RAGAS_GATEWAY_RETRY_FOR_S", 30.0, number(0.0),
            "how long a batch is retried while the next hop fails before it is dropped",
            "SECONDS"),
@@ -96,7 +103,14 @@ OPTIONS: tuple[Setting, ...] = (
     Setting("max_links", "RAGAS_GATEWAY_MAX_LINKS", 1024, integer(0),
            "when scoring, a span with more links is rejected", "N"),
     Setting("max_connections", "RAGAS_GATEWAY_MAX_CONNECTIONS", 64, integer(1),
-           "concurrent HTTP connections and gRPC calls", "N"),
+           "HTTP requests whose body is being read or handled at once, and concurrent "
+           "gRPC calls", "N"),
+    Setting("max_http_connections", "RAGAS_GATEWAY_MAX_HTTP_CONNECTIONS", 1024, integer(1),
+           "open HTTP connections; past it the one idle or sending its request the "
+           "longest is closed to make room, so slow clients cannot lock others out", "N"),
+    Setting("request_timeout_s", "RAGAS_GATEWAY_REQUEST_TIMEOUT_S", 10.0, number(0.1),
+           "total time an HTTP client has to send one request's headers and body "
+           "(also how long an idle keep-alive connection stays open)", "SECONDS"),
     Setting("quiet_s", "RAGAS_GATEWAY_QUIET_S", 2.0, number(0.01),
            "a RAG trace is scored once its root and a retrieval are in and nothing new "
            "arrived for this long", "SECONDS"),
@@ -105,6 +119,9 @@ OPTIONS: tuple[Setting, ...] = (
     Setting("max_trace_spans", "RAGAS_GATEWAY_MAX_TRACE_SPANS", 50_000, integer(1),
            "spans remembered for trace reassembly; past it the oldest trace is "
            "released early", "N"),
+    Setting("max_trace_bytes", "RAGAS_GATEWAY_MAX_TRACE_BYTES", 128 * _MIB, integer(_MIB),
+           "bytes of spans remembered for trace reassembly, bounded like "
+           "--max-trace-spans", "BYTES"),
     Setting("judge", "RAGAS_TRACE_JUDGE", "local", choice("local", "openai", "off"),
            "judge of the scorer; 'off' forwards without scoring", "local|openai|off"),
     Setting("sample_rate", "RAGAS_TRACE_SAMPLE_RATE", None, optional(number(0.0, 1.0)),
@@ -136,8 +153,10 @@ class GatewaySettings:
     forward_headers: dict[str, str] | None
     forward_gzip: bool
     forward_ca_file: str | None
+    forward_max_batch_bytes: int
     forward_timeout_s: float
     queue_spans: int
+    queue_bytes: int
     retry_for_s: float
     token_file: str | None
     tls_cert: str | None
@@ -147,9 +166,12 @@ class GatewaySettings:
     max_events: int
     max_links: int
     max_connections: int
+    max_http_connections: int
+    request_timeout_s: float
     quiet_s: float
     max_wait_s: float
     max_trace_spans: int
+    max_trace_bytes: int
     judge: str
     sample_rate: float | None
     metrics_port: int | None

@@ -112,28 +112,45 @@ class _Store:
 
 
 class OtlpHttpReceiver(_Store):
-    """``/v1/traces`` and ``/v1/metrics`` over HTTP, protobuf or JSON, gzip or not."""
+    """``/v1/traces`` and ``/v1/metrics`` over HTTP, protobuf or JSON, gzip or not.
 
-    def __init__(self, host: str = "127.0.0.1", port: int = 0) -> None:
+    ``signals=("traces",)`` answers 404 on ``/v1/metrics``, as a traces-only backend
+    (Phoenix, Jaeger) does; a body over ``max_body_bytes`` is refused with 413, as
+    collectors do past their limit (counted in ``too_large``)."""
+
+    def __init__(self, host: str = "127.0.0.1", port: int = 0, *,
+                 signals: tuple[str, ...] = ("traces", "metrics"),
+                 max_body_bytes: int | None = None) -> None:
         super().__init__()
         store = self
+        self.too_large = 0
+        paths = {f"/v1/{signal}" for signal in signals} & {"/v1/traces", "/v1/metrics"}
 
         class Handler(BaseHTTPRequestHandler):
             def do_POST(self) -> None:
-                body = self.rfile.read(int(self.headers.get("Content-Length", "0")))
+                length = int(self.headers.get("Content-Length", "0"))
+                if max_body_bytes is not None and length > max_body_bytes:
+                    store.too_large += 1
+                    self.rfile.read(length)
+                    self.send_response(413)
+                    self.send_header("Content-Length", "0")
+                    self.end_headers()
+                    return
+                body = self.rfile.read(length)
                 if self.headers.get("Content-Encoding") == "gzip":
                     body = gzip.decompress(body)
                 is_json = self.headers.get("Content-Type", "").startswith("application/json")
+                if self.path not in paths:
+                    self.send_response(404)
+                    self.send_header("Content-Length", "0")
+                    self.end_headers()
+                    return
                 if self.path == "/v1/traces":
                     req: Any = ExportTraceServiceRequest()
                     add: Callable[[Any], None] = store.add_traces
-                elif self.path == "/v1/metrics":
+                else:
                     req = ExportMetricsServiceRequest()
                     add = store.add_metrics
-                else:
-                    self.send_response(404)
-                    self.end_headers()
-                    return
                 if is_json:
                     json_format.Parse(body, req)
                 else:
@@ -167,9 +184,11 @@ class OtlpHttpReceiver(_Store):
 
 
 class OtlpGrpcReceiver(_Store):
-    """The OTLP trace and metrics gRPC services."""
+    """The OTLP trace and metrics gRPC services; a message over ``max_message_bytes``
+    (gRPC's default 4 MiB unless given) is refused with RESOURCE_EXHAUSTED by gRPC."""
 
-    def __init__(self, host: str = "127.0.0.1", port: int = 0) -> None:
+    def __init__(self, host: str = "127.0.0.1", port: int = 0, *,
+                 max_message_bytes: int | None = None) -> None:
         super().__init__()
         import grpc
         from opentelemetry.proto.collector.metrics.v1 import metrics_service_pb2_grpc
@@ -190,7 +209,9 @@ class OtlpGrpcReceiver(_Store):
                 store.add_metrics(request)
                 return ExportMetricsServiceResponse()
 
-        self._server = grpc.server(futures.ThreadPoolExecutor(max_workers=4))
+        options = [] if max_message_bytes is None else \
+            [("grpc.max_receive_message_length", max_message_bytes)]
+        self._server = grpc.server(futures.ThreadPoolExecutor(max_workers=4), options=options)
         trace_service_pb2_grpc.add_TraceServiceServicer_to_server(  # type: ignore[no-untyped-call]
             Traces(), self._server)
         metrics_service_pb2_grpc.add_MetricsServiceServicer_to_server(  # type: ignore[no-untyped-call]
