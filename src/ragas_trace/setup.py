@@ -68,6 +68,11 @@ class RagasTrace:
         """The Prometheus endpoint's port (useful with ``metrics_port=0``)."""
         return self._prometheus.port if self._prometheus is not None else None
 
+    @property
+    def metrics_host(self) -> str | None:
+        """The address the Prometheus endpoint is bound to."""
+        return self._prometheus.host if self._prometheus is not None else None
+
     def langchain_handler(self, **kwargs: Any) -> RagasCallbackHandler:
         """A ``RagasCallbackHandler`` bound to this provider (needs the langchain extra)."""
         from ragas_trace.collectors.langchain import RagasCallbackHandler
