@@ -252,7 +252,7 @@ class ScoringSpanProcessor(SpanProcessor):
             self._send(copy_span(span, attrs, added))
             return
         self._send(copy_span(span, self.policy.attributes(attrs), added,
-                             events=self.policy.events(span)))
+                             events=self.policy.events(span), status=self.policy.status(span)))
 
     def _forward(self, span: ReadableSpan) -> None:
         self._send(self.policy.apply(span))
@@ -272,7 +272,7 @@ class ScoringSpanProcessor(SpanProcessor):
         if self._downstream is not None:
             evaluation = build_evaluation_span(span, outcome, judge, self.thresholds)
             if evaluation is not None:
-                self._send(evaluation)
+                self._send(self.policy.apply(evaluation))
         elif self._evaluation_tracer is not None:
             emit_evaluation_span(self._evaluation_tracer, span, outcome, judge, self.thresholds)
 
