@@ -4,9 +4,9 @@ Applied where spans are exported, to every span (RAG roots, retrievers, LLM
 spans, evaluation spans), their events and their status: the question, the
 retrieved passages, the answer, prompt/completion messages, exception messages
 and stack traces (exception events) and status descriptions are kept, dropped,
-or passed through a user redaction function, and optionally truncated. The scorer reads the full text from the span it holds
-before this runs, so "no content in my traces" and "score every answer" hold
-together."""
+or passed through a user redaction function, and optionally truncated. The
+scorer reads the full text from the span it holds before this runs, so "no
+content in my traces" and "score every answer" hold together."""
 
 from __future__ import annotations
 
