@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from ragas_trace import semconv as sc
-from ragas_trace.testing.openai_server import Fault, FakeOpenAIServer
+from ragas_trace.testing.openai_server import FakeOpenAIServer, Fault
 from ragas_trace.testing.otlp_receiver import OtlpHttpReceiver, WireSpan
 
 APP = Path(__file__).with_name("exit_app.py")
