@@ -57,10 +57,6 @@ def forget(rt: RagasTrace) -> None:
         _watched.discard(rt)
 
 
-def sigterm_handler_installed() -> bool:
-    return _sigterm_installed
-
-
 def _register_exit_hooks() -> None:
     atexit.register(_export_at_exit)
     # The hook concurrent.futures itself uses; run in reverse order of registration,
@@ -127,6 +123,6 @@ def _on_sigterm(signum: int, frame: FrameType | None) -> None:
 def _flush_all(watched: list[RagasTrace]) -> None:
     for rt in watched:
         try:
-            rt.exit_flush()
+            rt.flush_for_exit()
         except Exception as exc:
             logger.warning("ragas-trace: flush on SIGTERM failed: %s", exc)

@@ -42,7 +42,7 @@ logger = logging.getLogger("ragas_trace")
 
 class RagasTrace:
     """What ``setup()`` built. At interpreter exit and on SIGTERM (see
-    ``ragas_trace.exit_flush``) ``exit_flush()`` runs unless ``shutdown()`` ran first."""
+    ``ragas_trace.exit_flush``) ``flush_for_exit()`` runs unless ``shutdown()`` ran first."""
 
     def __init__(self, pipeline: ScoringPipeline, tracer_provider: TracerProvider,
                  meter_provider: MeterProvider, *, owns_tracer_provider: bool,
@@ -132,7 +132,7 @@ class RagasTrace:
                              "metrics shutdown") and ok
         return ok
 
-    def exit_flush(self) -> bool:
+    def flush_for_exit(self) -> bool:
         """What the interpreter exit and SIGTERM paths do: the judge gets
         ``exit_grace_s`` for the held spans (the rest leave as ``dropped`` /
         ``shutdown``), then a shutdown with ``EXIT_EXPORT_S`` for the export."""
@@ -140,7 +140,7 @@ class RagasTrace:
         return self.shutdown(exit_flush.EXIT_EXPORT_S)
 
     def stop_scoring(self) -> bool:
-        """The first half of ``exit_flush``: give the judge ``exit_grace_s``, then stop it."""
+        """The first half of ``flush_for_exit``: give the judge ``exit_grace_s``, then stop it."""
         return self.pipeline.processor.stop_scoring(self.settings.exit_grace_s)
 
 

@@ -124,6 +124,15 @@ def test_handle_sigterm_off_leaves_the_default(receiver, judge_server):
     assert roots(receiver) == []  # what the default does: nothing flushed
 
 
+def test_the_apps_own_handler_is_kept_and_its_exit_flushes(receiver, judge_server):
+    child = start([str(APP), "own", "5"], child_env(receiver, judge_server, grace_s=20))
+    wait_ready(child)
+    child.send_signal(signal.SIGTERM)
+    code, err = finish(child)
+    assert code == 3, err  # the app's handler ran and exited; the normal exit flushed
+    assert statuses(receiver) == [("scored", None)] * 5, err
+
+
 def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
