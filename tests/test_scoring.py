@@ -23,7 +23,12 @@ def test_wrong_contexts_are_a_status_with_a_reason(contexts, kind):
     assert scores.status["answer_relevance"] is MetricStatus.SCORED
 
 
-def test_good_contexts_are_scored():
-    scores = score(QUESTION, ("Paris is the capital and largest city of France.",), ANSWER)
+@pytest.mark.parametrize("contexts", [
+    ("Paris is the capital and largest city of France.",),
+    "Paris is the capital and largest city of France.",
+    (p for p in ["Paris is the capital and largest city of France."]),
+])
+def test_good_contexts_are_scored(contexts):
+    scores = score(QUESTION, contexts, ANSWER)
     assert scores.status["faithfulness"] is MetricStatus.SCORED
     assert scores.reasons["faithfulness"] is None

@@ -18,14 +18,14 @@ def _passages(contexts: object) -> tuple[list[str], str | None]:
     """The passages, and why ``contexts`` was refused (``None`` when it was not)."""
     if isinstance(contexts, str):
         return [contexts], None
-    if (isinstance(contexts, Sequence) and not isinstance(contexts, bytes | bytearray)
-            and all(isinstance(p, str) for p in contexts)):
-        return list(contexts), None
-    if isinstance(contexts, Sequence) and not isinstance(contexts, bytes | bytearray):
-        wrong = next(type(p).__name__ for p in contexts if not isinstance(p, str))
-        return [], f"invalid contexts: expected strings, got a {wrong} passage"
-    kind = "a mapping" if isinstance(contexts, Mapping) else type(contexts).__name__
-    return [], f"invalid contexts: expected a string or a sequence of strings, got {kind}"
+    if not isinstance(contexts, Iterable) or isinstance(contexts, bytes | bytearray | Mapping):
+        kind = "a mapping" if isinstance(contexts, Mapping) else type(contexts).__name__
+        return [], f"invalid contexts: expected a string or a sequence of strings, got {kind}"
+    passages = list(contexts)
+    wrong = [type(p).__name__ for p in passages if not isinstance(p, str)]
+    if wrong:
+        return [], f"invalid contexts: expected strings, got a {wrong[0]} passage"
+    return passages, None
 
 
 async def ascore(
@@ -40,8 +40,9 @@ async def ascore(
     a judge made here from a name is closed afterwards, a given one is left open.
 
     Never raises for a bad record or a failing judge: see ``Scores.status``.
-    ``contexts`` of the wrong type (``None``, a number, a mapping, bytes, a list
-    holding a non-string) is scored as no context: faithfulness and context
+    ``contexts`` is a string or any iterable of strings (list, tuple, generator); of
+    the wrong type (``None``, a number, a mapping, bytes, a list holding a
+    non-string) it is scored as no context: faithfulness and context
     relevance get status ``no_context`` with a reason starting ``invalid contexts:``;
     answer relevance, which reads no context, is scored as usual.
     Raises ``ValueError`` for an unknown judge or metric name."""
