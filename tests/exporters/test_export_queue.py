@@ -6,6 +6,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Sequence
 
+import pytest
 from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.metrics.export import InMemoryMetricReader
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
@@ -144,3 +145,18 @@ def test_shutdown_keeps_its_deadline_with_a_hanging_exporter():
     queue.on_end(spans(1)[0])  # after shutdown: refused, counted
     assert queue.lost["shutdown"] == 7
     assert queue.shutdown(100) is True  # safe twice
+
+
+def test_sizes_come_from_the_sdk_environment_variables(monkeypatch, caplog):
+    monkeypatch.setenv("OTEL_BSP_MAX_QUEUE_SIZE", "2")
+    monkeypatch.setenv("OTEL_BSP_SCHEDULE_DELAY", "soon")  # bad: logged, default used
+    queue = ExportQueue(InMemorySpanExporter())
+    try:
+        for span in spans(3):
+            queue.on_end(span)
+        assert queue.lost["queue_full"] == 1
+        assert "OTEL_BSP_SCHEDULE_DELAY" in caplog.text
+    finally:
+        queue.shutdown(1000)
+    with pytest.raises(ValueError, match="max_export_batch_size"):
+        ExportQueue(InMemorySpanExporter(), max_batch_size=0)

@@ -27,31 +27,35 @@ from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor
 from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
 
 from ragas_trace._deadline import call_within, remaining
+from ragas_trace._settings import Setting, integer, number, resolve
 
 logger = logging.getLogger("ragas_trace")
 
 OnLost = Callable[[int, str], None]
 LOST_REASONS = ("queue_full", "export_failed", "shutdown")
-# The SDK's BatchSpanProcessor defaults.
-MAX_QUEUE_SIZE = 2048
-MAX_BATCH_SIZE = 512
-SCHEDULE_DELAY_S = 5.0
+# The SDK's BatchSpanProcessor settings, read from the same environment variables.
+_MAX_QUEUE = Setting("max_queue_size", "OTEL_BSP_MAX_QUEUE_SIZE", 2048, integer(1),
+                     "spans waiting for export")
+_MAX_BATCH = Setting("max_export_batch_size", "OTEL_BSP_MAX_EXPORT_BATCH_SIZE", 512,
+                     integer(1), "spans per export call")
+_DELAY_MS = Setting("schedule_delay_millis", "OTEL_BSP_SCHEDULE_DELAY", 5000.0,
+                    number(0.0, above=True), "longest wait between exports")
 
 
 class ExportQueue(SpanProcessor):
     """Bounded queue + one worker exporting batches of at most ``max_batch_size``
     every ``schedule_delay_s`` (sooner when a batch is full or a flush asks)."""
 
-    def __init__(self, exporter: SpanExporter, *, max_queue_size: int = MAX_QUEUE_SIZE,
-                 max_batch_size: int = MAX_BATCH_SIZE,
-                 schedule_delay_s: float = SCHEDULE_DELAY_S,
+    def __init__(self, exporter: SpanExporter, *, max_queue_size: int | None = None,
+                 max_batch_size: int | None = None, schedule_delay_s: float | None = None,
                  on_lost: OnLost | None = None) -> None:
-        if max_queue_size < 1 or max_batch_size < 1 or schedule_delay_s <= 0:
-            raise ValueError("ExportQueue: sizes must be >= 1 and the delay > 0")
+        """Unset sizes and delay come from ``OTEL_BSP_*`` as the SDK's processor reads
+        them, else its defaults (2048, 512, 5 s); a bad argument raises ``ValueError``."""
         self.exporter = exporter
-        self._max_queue = max_queue_size
-        self._max_batch = max_batch_size
-        self._delay_s = schedule_delay_s
+        self._max_queue: int = resolve(_MAX_QUEUE, max_queue_size, os.environ)
+        self._max_batch: int = resolve(_MAX_BATCH, max_batch_size, os.environ)
+        delay_ms = None if schedule_delay_s is None else schedule_delay_s * 1000
+        self._delay_s: float = resolve(_DELAY_MS, delay_ms, os.environ) / 1000
         self._on_lost = on_lost
         self.delivered = 0
         self.lost: Counter[str] = Counter()
