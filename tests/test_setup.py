@@ -135,3 +135,15 @@ def test_a_second_setup_on_the_same_provider_warns(caplog):
     finally:
         first.shutdown(timeout_s=2)
     assert "setup() called again" in caplog.text
+
+
+def test_the_metrics_endpoint_binds_localhost_by_default(monkeypatch):
+    monkeypatch.delenv("RAGAS_TRACE_METRICS_HOST", raising=False)
+    rt = ragas_trace.setup(judge=ScriptedJudge(), metrics_port=0, exporter="none",
+                           tracer_provider=TracerProvider(), handle_sigterm=False)
+    try:
+        assert rt.metrics_host == "127.0.0.1"
+    finally:
+        rt.shutdown(2.0)
+    monkeypatch.setenv("RAGAS_TRACE_METRICS_HOST", "0.0.0.0")
+    assert Settings.load().metrics_host == "0.0.0.0"

@@ -95,8 +95,14 @@ SETTINGS: tuple[Setting, ...] = (
             "emit an EVALUATOR span linked to each scored span"),
     Setting("metrics_port", "RAGAS_TRACE_METRICS_PORT", None, optional(port),
             "serve a Prometheus scrape endpoint on this port (0 = any free port)"),
-    Setting("metrics_host", "RAGAS_TRACE_METRICS_HOST", "0.0.0.0", text,
-            "address the Prometheus endpoint listens on"),
+    Setting("metrics_host", "RAGAS_TRACE_METRICS_HOST", "127.0.0.1", text,
+            "address the Prometheus endpoint listens on (`0.0.0.0` for every interface)"),
+    Setting("exit_grace_s", "RAGAS_TRACE_EXIT_GRACE_S", 3.0, number(0.0),
+            "at interpreter exit and on SIGTERM, how long held spans may wait for the "
+            "judge; the rest leave with status `dropped`, reason `shutdown`"),
+    Setting("handle_sigterm", "RAGAS_TRACE_HANDLE_SIGTERM", True, boolean,
+            "install a SIGTERM handler (only where the app has none) that flushes, then "
+            "ends the process as the default disposition would"),
 )
 
 
@@ -129,6 +135,8 @@ class Settings:
     evaluation_spans: bool
     metrics_port: int | None
     metrics_host: str
+    exit_grace_s: float
+    handle_sigterm: bool
 
     @classmethod
     def load(cls, env: Mapping[str, str] | None = None, **kwargs: Any) -> Settings:

@@ -142,6 +142,7 @@ class PrometheusEndpoint:
         server, _thread = start_http_server(port, addr=host, registry=registry)
         self._server: Any = server
         self.port: int = server.server_port
+        self.host: str = str(server.server_address[0])
 
     def close(self, timeout_millis: float) -> None:
         self._server.shutdown()

@@ -140,3 +140,8 @@ def metric_label_attribute(metric: str) -> str:
 def metric_status_attribute(metric: str) -> str:
     """``ragas.<metric>.status``: why a metric has no score (no_statements, failed...)."""
     return f"ragas.{metric}.status"
+
+# OpenTelemetry exception events (``Span.record_exception``): the message and the
+# stack trace often quote the request (``ValueError(f"no answer for {question!r}")``).
+EXCEPTION_MESSAGE = "exception.message"
+EXCEPTION_STACKTRACE = "exception.stacktrace"

@@ -13,7 +13,6 @@ metrics when an endpoint is configured."""
 
 from __future__ import annotations
 
-import atexit
 import logging
 import time
 import weakref
@@ -26,7 +25,8 @@ from opentelemetry.sdk.resources import SERVICE_NAME, Resource
 from opentelemetry.sdk.trace import SpanProcessor, TracerProvider
 from opentelemetry.sdk.trace.export import SpanExporter
 
-from ragas_trace import providers
+from ragas_trace import exit_flush, providers
+from ragas_trace._deadline import call_within, remaining
 from ragas_trace.config import Settings
 from ragas_trace.exporters.content_policy import Redactor
 from ragas_trace.judges.base import Judge
@@ -41,7 +41,8 @@ logger = logging.getLogger("ragas_trace")
 
 
 class RagasTrace:
-    """What ``setup()`` built; ``shutdown()`` is also registered at exit."""
+    """What ``setup()`` built. At interpreter exit and on SIGTERM (see
+    ``ragas_trace.exit_flush``) ``flush_for_exit()`` runs unless ``shutdown()`` ran first."""
 
     def __init__(self, pipeline: ScoringPipeline, tracer_provider: TracerProvider,
                  meter_provider: MeterProvider, *, owns_tracer_provider: bool,
@@ -68,6 +69,11 @@ class RagasTrace:
         """The Prometheus endpoint's port (useful with ``metrics_port=0``)."""
         return self._prometheus.port if self._prometheus is not None else None
 
+    @property
+    def metrics_host(self) -> str | None:
+        """The address the Prometheus endpoint is bound to."""
+        return self._prometheus.host if self._prometheus is not None else None
+
     def langchain_handler(self, **kwargs: Any) -> RagasCallbackHandler:
         """A ``RagasCallbackHandler`` bound to this provider (needs the langchain extra)."""
         from ragas_trace.collectors.langchain import RagasCallbackHandler
@@ -76,35 +82,66 @@ class RagasTrace:
         return RagasCallbackHandler(**kwargs)
 
     def force_flush(self, timeout_s: float = 30.0) -> bool:
-        """Wait until every held span is scored and exported; ``False`` on timeout."""
-        deadline = time.monotonic() + timeout_s
+        """Wait until every held span is scored and exported, then flush the tracer
+        provider (evaluation spans included) and our own push metrics, all within
+        ``timeout_s``. ``False`` if something was not done in time or not delivered;
+        never raises."""
+        deadline = time.monotonic() + max(0.0, timeout_s)
         ok = self.pipeline.processor.force_flush(int(timeout_s * 1000))
+        # The provider's other processors too (on a joined provider they carry our
+        # evaluation spans); the SDK's BatchSpanProcessor ignores this timeout.
+        left = remaining(deadline)
+        ok = call_within(lambda: self.tracer_provider.force_flush(int(left * 1000)), left,
+                         "tracer provider flush") and ok
         # Only our own push (OTLP) pipeline: flushing a pull reader (Prometheus) queues
         # a second copy of every series for the next scrape.
         if self._owns_meter_provider and isinstance(self.meter_provider, SdkMeterProvider):
-            remaining = max(0.0, deadline - time.monotonic())
-            ok = bool(self.meter_provider.force_flush(int(remaining * 1000))) and ok
+            meters = self.meter_provider
+            left = remaining(deadline)
+            ok = call_within(lambda: meters.force_flush(int(left * 1000)), left,
+                             "metrics flush") and ok
         return ok
 
     def shutdown(self, timeout_s: float | None = None) -> bool:
         """Score or release every held span, flush, stop; one deadline (default: the
-        hold timeout + 1 s, also at exit). Safe twice."""
+        hold timeout + 1 s). ``False`` if something was not scored in time or not
+        delivered (the count is logged); never raises. Safe twice."""
         if timeout_s is None:
             timeout_s = self.settings.hold_timeout_s + 1.0
         if self._shut_down:
             return True
         self._shut_down = True
-        atexit.unregister(self.shutdown)
-        deadline = time.monotonic() + timeout_s
+        exit_flush.forget(self)
+        deadline = time.monotonic() + max(0.0, timeout_s)
         ok = self.pipeline.processor.shutdown(timeout_s)
+        provider = self.tracer_provider
+        left = remaining(deadline)
         if self._owns_tracer_provider:
-            self.tracer_provider.shutdown()
-        remaining_ms = max(0.0, deadline - time.monotonic()) * 1000
+            ok = call_within(provider.shutdown, left, "tracer provider shutdown") and ok
+        else:  # not ours to stop, but our evaluation spans are in its processors
+            ok = call_within(lambda: provider.force_flush(int(left * 1000)), left,
+                             "tracer provider flush") and ok
+        left = max(0.05, remaining(deadline))
         if self._prometheus is not None:
-            self._prometheus.close(remaining_ms)
+            endpoint = self._prometheus
+            ok = call_within(lambda: endpoint.close(left * 1000), left,
+                             "metrics endpoint shutdown") and ok
         elif self._owns_meter_provider and isinstance(self.meter_provider, SdkMeterProvider):
-            self.meter_provider.shutdown(timeout_millis=remaining_ms)
+            meters = self.meter_provider
+            ok = call_within(lambda: meters.shutdown(timeout_millis=left * 1000), left,
+                             "metrics shutdown") and ok
         return ok
+
+    def flush_for_exit(self) -> bool:
+        """What the interpreter exit and SIGTERM paths do: the judge gets
+        ``exit_grace_s`` for the held spans (the rest leave as ``dropped`` /
+        ``shutdown``), then a shutdown with ``EXIT_EXPORT_S`` for the export."""
+        self.stop_scoring()
+        return self.shutdown(exit_flush.EXIT_EXPORT_S)
+
+    def stop_scoring(self) -> bool:
+        """The first half of ``flush_for_exit``: give the judge ``exit_grace_s``, then stop it."""
+        return self.pipeline.processor.stop_scoring(self.settings.exit_grace_s)
 
 
 def setup(
@@ -179,7 +216,7 @@ def setup(
         trace_api.set_tracer_provider(provider)
     rt = RagasTrace(pipeline, provider, meter_provider, owns_tracer_provider=joined is None,
                     owns_meter_provider=owns_meter_provider, prometheus=prometheus)
-    atexit.register(rt.shutdown)
+    exit_flush.watch(rt, handle_sigterm=resolved.handle_sigterm)
     _live.add(rt)
     return rt
 

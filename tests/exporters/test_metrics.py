@@ -59,3 +59,29 @@ def test_prometheus_names_and_labels():
     assert {s["type"] for s in found["ragas_judge_tokens_bucket"]} == {"prompt", "completion"}
     assert "ragas_judge_duration_seconds_bucket" in found
     assert {s["judge"] for s in found["ragas_judge_duration_seconds_count"]} == {"scripted"}
+
+
+def test_export_loss_is_scraped_by_reason():
+    from collections.abc import Sequence
+
+    from opentelemetry.sdk.trace import ReadableSpan
+    from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
+
+    class DownExporter(SpanExporter):
+        def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
+            return SpanExportResult.FAILURE
+
+    rt = ragas_trace.setup(service_name="svc", judge=ScriptedJudge(), metrics_port=0,
+                           metrics_host="127.0.0.1", tracer_provider=TracerProvider(),
+                           exporter=DownExporter(), handle_sigterm=False)
+    try:
+        rag_request(rt.tracer_provider.get_tracer("t"))
+        assert rt.force_flush(timeout_s=10) is False
+        port = rt.metrics_port
+        assert port is not None
+        found = samples(port)
+    finally:
+        assert rt.shutdown(timeout_s=5) is True  # the flush already reported the loss
+    # root, retriever, LLM and the evaluation span
+    assert found["ragas_export_lost_total"] == [
+        {"signal": "traces", "reason": "export_failed", "value": "4.0"}]

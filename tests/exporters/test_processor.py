@@ -312,3 +312,50 @@ def test_a_root_whose_trace_was_evicted_is_not_scored_without_its_passages(make_
         "dropped", "open_traces_full")
     assert status_of(rig.named("rag")[0]) == "scored"
     assert rig.judge.calls == 1
+
+
+def _failing_request(rig, question: str) -> None:
+    from ragas_trace.collectors import _attributes as at
+
+    attrs = {**dict(at.chain_attributes("rag", "test", "test-app")),
+             **dict(at.input_attributes(question))}
+    try:
+        with rig.tracer.start_as_current_span("rag", attributes=attrs):
+            with rig.tracer.start_as_current_span("retriever", attributes=dict(
+                    at.retriever_attributes())):
+                raise ValueError(f"no passages for {question!r}")
+    except ValueError:
+        pass
+
+
+def _wire_text(span) -> str:
+    """Everything of a span that leaves the process, as one string."""
+    parts = [repr(dict(span.attributes)), repr(span.status.description)]
+    parts += [repr(dict(e.attributes or {})) for e in span.events]
+    return " ".join(parts)
+
+
+def test_content_policy_drop_covers_exception_events_and_status(make_rig):
+    rig = make_rig(content_policy=ContentPolicy("drop"))
+    _failing_request(rig, "my secret question")
+    assert rig.processor.force_flush(5000)
+    assert {s.name for s in rig.spans()} >= {"rag", "retriever"}
+    for span in rig.spans():
+        assert "secret" not in _wire_text(span), span.name
+    (retriever,) = rig.named("retriever")
+    (event,) = retriever.events
+    assert event.name == "exception"
+    assert event.attributes["exception.type"] == "ValueError"  # the type is not content
+    assert retriever.status.status_code.name == "ERROR"
+
+
+def test_content_policy_redact_covers_exception_events_and_status(make_rig):
+    rig = make_rig(content_policy=ContentPolicy(
+        "redact", redact=lambda text: text.replace("secret", "[X]")))
+    _failing_request(rig, "my secret question")
+    assert rig.processor.force_flush(5000)
+    for span in rig.spans():
+        assert "secret" not in _wire_text(span), span.name
+    (root,) = rig.named("rag")
+    assert "[X]" in root.status.description
+    assert "[X]" in root.events[0].attributes["exception.message"]

@@ -137,6 +137,17 @@ def test_shutdown_cancels_what_is_left_and_reports_it(scorers):
     assert scorer.shutdown(0.1) is True
 
 
+def test_records_cancelled_by_shutdown_are_not_judge_failures(scorers):
+    breaker = CircuitBreaker(failures=1)
+    scorer = BackgroundScorer(ScriptedJudge(mode="hang"), concurrency=2, breaker=breaker)
+    results = Results()
+    for _ in range(4):
+        scorer.submit(RECORD, results)
+    assert scorer.shutdown(0.1) is False
+    assert results.statuses() == ["dropped"] * 4
+    assert str(breaker.state) == "closed"  # one counted failure would have opened it
+
+
 def test_judge_runs_with_instrumentation_suppressed(scorers):
     seen: list[object] = []
 

@@ -84,8 +84,11 @@ def run(args: argparse.Namespace) -> int:
         print(f"ragas-trace demo: {exc}", file=sys.stderr)
         return 2
     if args.metrics_port is not None:
-        print(f"Prometheus metrics on http://127.0.0.1:{args.metrics_port}/metrics",
-              flush=True)
+        from ragas_trace.config import Settings
+
+        # The address setup() will bind (RAGAS_TRACE_METRICS_HOST, default 127.0.0.1).
+        host = Settings.load().metrics_host
+        print(f"Prometheus metrics on http://{host}:{args.metrics_port}/metrics", flush=True)
     try:
         result = run_demo(options, _progress)
     except (ValueError, ImportError, OSError) as exc:  # no API key, missing extra, port taken

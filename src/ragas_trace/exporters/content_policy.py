@@ -1,11 +1,12 @@
 """What of the request's content leaves the process.
 
 Applied where spans are exported, to every span (RAG roots, retrievers, LLM
-spans) and their events: the question, the retrieved passages, the answer and prompt/completion
-messages are kept, dropped, or passed through a user redaction function, and
-optionally truncated. The scorer reads the full text from the span it holds
-before this runs, so "no content in my traces" and "score every answer" hold
-together."""
+spans, evaluation spans), their events and their status: the question, the
+retrieved passages, the answer, prompt/completion messages, exception messages
+and stack traces (exception events) and status descriptions are kept, dropped,
+or passed through a user redaction function, and optionally truncated. The
+scorer reads the full text from the span it holds before this runs, so "no
+content in my traces" and "score every answer" hold together."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from collections.abc import Callable, Mapping
 from typing import Final
 
 from opentelemetry.sdk.trace import Event, ReadableSpan
+from opentelemetry.trace import Status
 from opentelemetry.util.types import AttributeValue
 
 from ragas_trace import semconv as sc
@@ -27,6 +29,7 @@ Redactor = Callable[[str], str]
 
 _EXACT_KEYS = frozenset({
     sc.INPUT_VALUE, sc.OUTPUT_VALUE, sc.TRACELOOP_ENTITY_INPUT, sc.TRACELOOP_ENTITY_OUTPUT,
+    sc.EXCEPTION_MESSAGE, sc.EXCEPTION_STACKTRACE,
 })
 _CONTENT_KEY = re.compile(
     r"^(?:retrieval\.documents\.\d+\.document\.content"
@@ -109,15 +112,23 @@ class ContentPolicy:
         return [Event(e.name, self.attributes(e.attributes or {}), e.timestamp)
                 for e in span.events]
 
+    def status(self, span: ReadableSpan) -> Status | None:
+        """The span's status with its description cleaned, or ``None`` when it has no
+        description (an error status's description is usually the exception text)."""
+        if self.passthrough or not span.status.description:
+            return None
+        return Status(span.status.status_code, self.text(span.status.description))
+
     def apply(self, span: ReadableSpan) -> ReadableSpan:
         """``span`` unchanged when nothing needs changing, else a cleaned copy."""
         if self.passthrough:
             return span
         attrs = span.attributes or {}
         events = self.events(span)
-        if events is None and not any(is_content_key(k) for k in attrs):
+        status = self.status(span)
+        if events is None and status is None and not any(is_content_key(k) for k in attrs):
             return span
-        return copy_span(span, self.attributes(attrs), events=events)
+        return copy_span(span, self.attributes(attrs), events=events, status=status)
 
     def _warn_once(self) -> None:
         if not self._warned:

@@ -12,6 +12,11 @@ Prometheus exporter's translation gives exactly these series (a test scrapes the
 | gauge `ragas.scorer.queue_size` | `ragas_scorer_queue_size` | |
 | histogram `ragas.judge.tokens` | `ragas_judge_tokens_*` | type = prompt / completion |
 | histogram `ragas.judge.duration` (s) | `ragas_judge_duration_seconds_*` | judge |
+| counter `ragas.export.lost` | `ragas_export_lost_total` | signal, reason |
+
+``ragas.export.lost`` counts spans that never reached the backend: ``queue_full``
+(the export queue was full), ``export_failed`` (the exporter failed or raised),
+``shutdown`` (still queued or in flight at the shutdown deadline).
 """
 
 from __future__ import annotations
@@ -51,6 +56,8 @@ class ScorerMetrics:
         self._duration = meter.create_histogram(
             "ragas.judge.duration", unit="s", description="judge time per evaluation",
             explicit_bucket_boundaries_advisory=DURATION_BUCKETS)
+        self._export_lost = meter.create_counter(
+            "ragas.export.lost", description="spans that never reached the backend, by reason")
         self._held: Callable[[], int] = lambda: 0
         self._queued: Callable[[], int] = lambda: 0
         meter.create_observable_gauge("ragas.held_spans", callbacks=[self._observe_held],
@@ -85,6 +92,9 @@ class ScorerMetrics:
 
     def dropped(self, reason: str) -> None:
         self._dropped.add(1, {"reason": reason})
+
+    def export_lost(self, count: int, reason: str, signal: str = "traces") -> None:
+        self._export_lost.add(count, {"signal": signal, "reason": reason})
 
     def _observe_held(self, options: CallbackOptions) -> Iterable[Observation]:
         yield Observation(self._held())

@@ -23,14 +23,16 @@ from opentelemetry import context as otel_context
 from opentelemetry.context import Context
 from opentelemetry.metrics import NoOpMeterProvider
 from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor
-from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter
+from opentelemetry.sdk.trace.export import SpanExporter
 from opentelemetry.trace import Tracer
 from opentelemetry.util.types import AttributeValue
 
 from ragas_trace import semconv as sc
+from ragas_trace._deadline import call_within, remaining
 from ragas_trace._internal_errors import record_internal_error
 from ragas_trace.exporters.content_policy import ContentPolicy
 from ragas_trace.exporters.evaluation_span import build_evaluation_span, emit_evaluation_span
+from ragas_trace.exporters.export_queue import ExportQueue
 from ragas_trace.exporters.metrics import ScorerMetrics
 from ragas_trace.exporters.score_attributes import score_attributes
 from ragas_trace.exporters.span_copy import copy_span
@@ -44,6 +46,7 @@ from ragas_trace.scorer.sampler import Sampler
 _ROOT_KINDS = frozenset({"CHAIN", "AGENT"})
 _SUPPRESS = otel_context._SUPPRESS_INSTRUMENTATION_KEY
 _PARTIAL_STREAMS = frozenset({sc.STREAM_ABANDONED, sc.STREAM_ERROR})
+EXPORT_RESERVE_S = 1.0
 DEFAULT_THRESHOLDS: Mapping[str, float] = {
     "faithfulness": 0.7, "answer_relevance": 0.7, "context_relevance": 0.3}
 
@@ -55,10 +58,11 @@ class _Held:
 
 
 class ScoringSpanProcessor(SpanProcessor):
-    """Wraps ``downstream`` (a ``SpanProcessor``, or a ``SpanExporter`` which gets a
-    ``BatchSpanProcessor``). With ``downstream=None`` nothing is forwarded: use that
-    when the provider's other processors already export every span; scores then
-    travel on evaluation spans started through ``evaluation_tracer``, and metrics.
+    """Wraps ``downstream`` (a ``SpanProcessor``, or a ``SpanExporter`` which gets an
+    ``ExportQueue``: batching that keeps its deadlines and counts every lost span).
+    With ``downstream=None`` nothing is forwarded: use that when the provider's other
+    processors already export every span; scores then travel on evaluation spans
+    started through ``evaluation_tracer``, and metrics.
 
     Spans from elsewhere (decoded from OTLP) go in through ``ingest``.
     """
@@ -82,9 +86,6 @@ class ScoringSpanProcessor(SpanProcessor):
             raise ValueError(f"hold_timeout_s must be > 0, got {hold_timeout_s!r}")
         if max_held_spans < 1:
             raise ValueError(f"max_held_spans must be >= 1, got {max_held_spans!r}")
-        if isinstance(downstream, SpanExporter):
-            downstream = BatchSpanProcessor(downstream)
-        self._downstream = downstream
         self.scorer = scorer
         self.sampler = sampler or Sampler()
         self.hold_timeout_s = hold_timeout_s
@@ -92,6 +93,9 @@ class ScoringSpanProcessor(SpanProcessor):
         self.thresholds = dict(thresholds or DEFAULT_THRESHOLDS)
         self.policy = content_policy or ContentPolicy()
         self.metrics = metrics or ScorerMetrics(NoOpMeterProvider(), "")
+        if isinstance(downstream, SpanExporter):
+            downstream = ExportQueue(downstream, on_lost=self.metrics.export_lost)
+        self._downstream = downstream
         self.metrics.observe(held=lambda: self.held_count, queued=lambda: scorer.queued)
         self._evaluation_spans = evaluation_spans
         self._evaluation_tracer = evaluation_tracer
@@ -142,34 +146,44 @@ class ScoringSpanProcessor(SpanProcessor):
             self.on_end(span)
 
     def force_flush(self, timeout_millis: int = 30000) -> bool:
-        """Wait for scoring in progress (its spans then leave), then flush downstream."""
-        deadline = time.monotonic() + timeout_millis / 1000.0
-        drained = self.scorer.drain(deadline - time.monotonic())
+        """Wait for scoring in progress (its spans then leave), then flush downstream;
+        all within the timeout (the last part of it, up to 1 s, kept for the export).
+        ``False`` if something was not done or not delivered. Never raises."""
+        deadline = time.monotonic() + max(0, timeout_millis) / 1000.0
+        drained = self.scorer.drain(remaining(_judge_deadline(deadline)))
         return self._flush_downstream(deadline) and drained
+
+    def stop_scoring(self, timeout_s: float) -> bool:
+        """Give the judge up to ``timeout_s`` to finish what it has, then stop it: the
+        rest, and every RAG span ending later, leave unscored as ``dropped`` /
+        ``shutdown`` (never judge failures). Spans keep being exported until
+        ``shutdown``. The exit path calls it while the interpreter can still run the
+        judge's I/O."""
+        return self.scorer.shutdown(max(0.0, timeout_s))
 
     def shutdown(self, timeout_s: float | None = None) -> bool:  # type: ignore[override]
         """Drain the scorer, export every span still held, shut downstream; all within
-        ``timeout_s`` (default: the hold timeout + 1 s, which no held span outlives).
-        The SDK calls it without arguments and ignores the ``bool``."""
+        ``timeout_s`` (default: the hold timeout + 1 s, which no held span outlives),
+        the last part of it (up to 1 s) kept for the export. ``False`` if something
+        was not scored in time or not delivered. Never raises. The SDK calls it
+        without arguments and ignores the ``bool``."""
         if timeout_s is None:
             timeout_s = self.hold_timeout_s + 1.0
-        deadline = time.monotonic() + timeout_s
+        deadline = time.monotonic() + max(0.0, timeout_s)
         with self._lock:
             if self._closed:
                 return True
             self._closed = True
             self._wake.notify_all()
-        drained = self.scorer.shutdown(max(0.0, deadline - time.monotonic()))
+        drained = self.scorer.shutdown(remaining(_judge_deadline(deadline)))
         with self._lock:
             leftovers = list(self._held.values())
             self._held.clear()
         for held in leftovers:
             self._release(held.span, EvaluationStatus.DROPPED, "shutdown")
-        flushed = self._flush_downstream(deadline)
-        if self._downstream is not None:
-            self._downstream.shutdown()
-        self._reaper.join(max(0.0, deadline - time.monotonic()))
-        return drained and flushed
+        delivered = self._shutdown_downstream(deadline)
+        self._reaper.join(min(0.1, remaining(deadline)))
+        return drained and delivered
 
     # -- internals -------------------------------------------------------------------
 
@@ -219,7 +233,7 @@ class ScoringSpanProcessor(SpanProcessor):
             with self._lock:
                 still_held = self._held.pop(key, None) is not None
             if still_held:
-                self._drop(span, "queue_full")
+                self._drop(span, "shutdown" if self.scorer.closed else "queue_full")
 
     def _scored(self, span: ReadableSpan, record: RagRecord | None, outcome: Outcome) -> None:
         """Scorer thread: the judge's answer for ``span``."""
@@ -252,7 +266,7 @@ class ScoringSpanProcessor(SpanProcessor):
             self._send(copy_span(span, attrs, added))
             return
         self._send(copy_span(span, self.policy.attributes(attrs), added,
-                             events=self.policy.events(span)))
+                             events=self.policy.events(span), status=self.policy.status(span)))
 
     def _forward(self, span: ReadableSpan) -> None:
         self._send(self.policy.apply(span))
@@ -272,15 +286,29 @@ class ScoringSpanProcessor(SpanProcessor):
         if self._downstream is not None:
             evaluation = build_evaluation_span(span, outcome, judge, self.thresholds)
             if evaluation is not None:
-                self._send(evaluation)
+                self._send(self.policy.apply(evaluation))
         elif self._evaluation_tracer is not None:
             emit_evaluation_span(self._evaluation_tracer, span, outcome, judge, self.thresholds)
 
     def _flush_downstream(self, deadline: float) -> bool:
-        if self._downstream is None:
+        downstream = self._downstream
+        if downstream is None:
             return True
-        remaining_ms = max(0, int((deadline - time.monotonic()) * 1000))
-        return bool(self._downstream.force_flush(remaining_ms))
+        left = remaining(deadline)
+        if isinstance(downstream, ExportQueue):
+            return downstream.force_flush(int(left * 1000))
+        return call_within(lambda: downstream.force_flush(int(left * 1000)), left,
+                           "downstream flush")
+
+    def _shutdown_downstream(self, deadline: float) -> bool:
+        downstream = self._downstream
+        if downstream is None:
+            return True
+        if isinstance(downstream, ExportQueue):
+            return downstream.shutdown(int(remaining(deadline) * 1000))
+        flushed = self._flush_downstream(deadline)
+        return call_within(downstream.shutdown, max(0.05, remaining(deadline)),
+                           "downstream shutdown") and flushed
 
     def _reap(self) -> None:
         """Export held spans whose hold timeout passed; forget stale traces."""
@@ -312,6 +340,12 @@ class ScoringSpanProcessor(SpanProcessor):
     def _key(span: ReadableSpan) -> tuple[int, int]:
         ctx = span.context
         return (ctx.trace_id, ctx.span_id) if ctx is not None else (0, 0)
+
+
+def _judge_deadline(deadline: float) -> float:
+    """Of a flush or shutdown deadline, the part the judge gets: up to the last second
+    (at most half of the time left) is kept for exporting what it scored."""
+    return deadline - min(EXPORT_RESERVE_S, remaining(deadline) / 2)
 
 
 def _app_name(span: ReadableSpan) -> str:

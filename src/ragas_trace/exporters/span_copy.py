@@ -13,6 +13,7 @@ from collections.abc import Mapping, Sequence
 
 from opentelemetry.attributes import BoundedAttributes
 from opentelemetry.sdk.trace import Event, ReadableSpan, SpanLimits
+from opentelemetry.trace import Status
 from opentelemetry.util.types import AttributeValue
 
 _default_limits: SpanLimits | None = None
@@ -31,9 +32,10 @@ def copy_span(
     added: Mapping[str, AttributeValue] | None = None,
     limits: SpanLimits | None = None,
     events: Sequence[Event] | None = None,
+    status: Status | None = None,
 ) -> ReadableSpan:
     """``span`` with ``attributes`` replacing its own, plus ``added`` (which win), and
-    ``events`` replacing its events when given."""
+    ``events`` / ``status`` replacing its own when given."""
     limits = limits or _limits()
     added = added or {}
     max_count = limits.max_span_attributes
@@ -60,7 +62,7 @@ def copy_span(
         events=span.events if events is None else events,
         links=span.links,
         kind=span.kind,
-        status=span.status,
+        status=span.status if status is None else status,
         start_time=span.start_time,
         end_time=span.end_time,
         instrumentation_scope=span.instrumentation_scope,

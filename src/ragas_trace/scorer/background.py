@@ -112,6 +112,12 @@ class BackgroundScorer:
             return self._pending - self._running
 
     @property
+    def closed(self) -> bool:
+        """Whether ``shutdown`` was called (``submit`` refuses from then on)."""
+        with self._lock:
+            return self._closed
+
+    @property
     def pending(self) -> int:
         """Records accepted and not yet done (waiting or with the judge)."""
         with self._lock:
@@ -164,7 +170,8 @@ class BackgroundScorer:
             asyncio.run_coroutine_threadsafe(self._stop(), loop)
         except RuntimeError:
             return False
-        thread.join(max(0.0, deadline - time.monotonic()) + 0.5)
+        # A moment at least for the cancelled records' ``done`` calls (dropped/shutdown).
+        thread.join(max(0.05, deadline - time.monotonic()))
         return drained and not thread.is_alive()
 
     # -- the loop thread ------------------------------------------------------------

@@ -1,0 +1,128 @@
+"""Every held span leaves when the process ends, also when the app never calls
+``shutdown()``: scored if the judge answers within ``exit_grace_s``, else
+exported with status ``dropped``, reason ``shutdown``.
+
+- Normal interpreter exit. Python stops its thread pools (``concurrent.futures``)
+  before it runs ``atexit`` functions, and the judge needs one (the event loop
+  resolves host names in its executor): a judge called from ``atexit`` fails with
+  "cannot schedule new futures after interpreter shutdown". So the judge's part
+  runs in a hook of ``threading``'s own shutdown, registered after the thread
+  pools' hook so that it runs first, and the export part in ``atexit``.
+- SIGTERM. Where the app has no handler of its own (the default disposition,
+  and ``setup()`` runs in the main thread), one is installed that flushes and
+  then re-raises SIGTERM with the default disposition: the process ends as it
+  would have, with the same exit status. ``handle_sigterm=False`` turns it off.
+  Servers that handle SIGTERM themselves end either with a normal exit
+  (gunicorn's workers) or by restoring the handler they found and re-raising
+  the signal (uvicorn): both paths come here."""
+
+from __future__ import annotations
+
+import atexit
+import concurrent.futures.thread  # noqa: F401  (its exit hook must be registered first)
+import logging
+import signal
+import threading
+from types import FrameType
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from ragas_trace.setup import RagasTrace
+
+logger = logging.getLogger("ragas_trace")
+
+EXIT_EXPORT_S = 2.0  # after the judge's grace: the export's share of the exit path
+
+_lock = threading.Lock()
+_watched: set[RagasTrace] = set()  # strong: an app may drop what setup() returned
+_hooks_registered = False
+_sigterm_installed = False
+
+
+def watch(rt: RagasTrace, handle_sigterm: bool) -> None:
+    """Flush ``rt`` at exit and (with ``handle_sigterm``) on SIGTERM until it is shut down."""
+    global _hooks_registered
+    with _lock:
+        _watched.add(rt)
+        register = not _hooks_registered
+        _hooks_registered = True
+    if register:
+        _register_exit_hooks()
+    if handle_sigterm:
+        _install_sigterm_handler()
+
+
+def forget(rt: RagasTrace) -> None:
+    with _lock:
+        _watched.discard(rt)
+
+
+def _register_exit_hooks() -> None:
+    atexit.register(_export_at_exit)
+    # The hook concurrent.futures itself uses; run in reverse order of registration,
+    # before non-daemon threads are joined. Without it, the judge's part runs in
+    # atexit too (and a judge that needs a thread pool fails there).
+    register = getattr(threading, "_register_atexit", None)
+    if register is None:
+        atexit.register(_score_at_exit)  # runs before _export_at_exit (LIFO)
+        return
+    try:
+        register(_score_at_exit)
+    except RuntimeError:  # already shutting down
+        atexit.register(_score_at_exit)
+
+
+def _watched_now() -> list[RagasTrace]:
+    with _lock:
+        return list(_watched)
+
+
+def _score_at_exit() -> None:
+    for rt in _watched_now():
+        try:
+            rt.stop_scoring()
+        except Exception as exc:
+            logger.warning("ragas-trace: scoring at exit failed: %s", exc)
+
+
+def _export_at_exit() -> None:
+    for rt in _watched_now():
+        try:
+            rt.shutdown(EXIT_EXPORT_S)
+        except Exception as exc:
+            logger.warning("ragas-trace: shutdown at exit failed: %s", exc)
+
+
+def _install_sigterm_handler() -> None:
+    global _sigterm_installed
+    if _sigterm_installed or threading.current_thread() is not threading.main_thread():
+        return
+    try:
+        if signal.getsignal(signal.SIGTERM) != signal.SIG_DFL:
+            return  # the app (or its server) handles SIGTERM: its exit path comes here
+        signal.signal(signal.SIGTERM, _on_sigterm)
+    except (ValueError, OSError) as exc:  # no signals here (e.g. an embedded interpreter)
+        logger.info("ragas-trace: no SIGTERM handler installed (%s)", exc)
+        return
+    _sigterm_installed = True
+
+
+def _on_sigterm(signum: int, frame: FrameType | None) -> None:
+    """Flush every watched pipeline, then die of SIGTERM as the default would have."""
+    watched = _watched_now()
+    # In a thread: the signal may have interrupted the main thread inside one of our
+    # own locks; then the flush waits for nothing longer than its bound.
+    flusher = threading.Thread(target=_flush_all, args=(watched,), daemon=True,
+                               name="ragas-trace-sigterm")
+    flusher.start()
+    flusher.join(sum(rt.settings.exit_grace_s + EXIT_EXPORT_S for rt in watched) + 0.5)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    signal.raise_signal(signal.SIGTERM)
+
+
+def _flush_all(watched: list[RagasTrace]) -> None:
+    for rt in watched:
+        try:
+            rt.flush_for_exit()
+        except Exception as exc:
+            logger.warning("ragas-trace: flush on SIGTERM failed: %s", exc)

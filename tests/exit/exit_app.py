@@ -1,0 +1,56 @@
+"""The app the exit and SIGTERM tests run in a child process: ``setup()`` at import
+(OTLP to the parent's receiver, the OpenAI judge at the parent's fake server, both
+from the environment), then RAG requests whose roots are held for scoring.
+
+    python exit_app.py exit N      # N requests, then a normal interpreter exit
+    python exit_app.py sigterm N   # N requests, then wait for SIGTERM
+    python exit_app.py own N       # the same, with the app's own SIGTERM handler
+                                   # (installed before setup(): exits with status 3)
+    python -m uvicorn exit_app:app --app-dir DIR   # one request per HTTP GET
+"""
+
+from __future__ import annotations
+
+import signal
+import sys
+import time
+from types import FrameType
+from typing import Any
+
+import ragas_trace
+from ragas_trace.testing.rag_spans import rag_request
+
+
+def own_handler(signum: int, frame: FrameType | None) -> None:
+    sys.exit(3)
+
+
+if sys.argv[1:2] == ["own"]:
+    signal.signal(signal.SIGTERM, own_handler)
+rt = ragas_trace.setup(service_name="exit-test", judge="openai", exporter="otlp")
+tracer = rt.tracer_provider.get_tracer("exit-test")
+
+
+async def app(scope: dict[str, Any], receive: Any, send: Any) -> None:
+    if scope["type"] == "lifespan":
+        while True:
+            message = await receive()
+            if message["type"] == "lifespan.startup":
+                await send({"type": "lifespan.startup.complete"})
+            elif message["type"] == "lifespan.shutdown":
+                await send({"type": "lifespan.shutdown.complete"})
+                return
+    rag_request(tracer)
+    await send({"type": "http.response.start", "status": 200, "headers": []})
+    await send({"type": "http.response.body", "body": b"ok"})
+
+
+if __name__ == "__main__":
+    mode, count = sys.argv[1], int(sys.argv[2])
+    for _ in range(count):
+        rag_request(tracer)
+    print("ready", flush=True)
+    if mode == "own":
+        assert signal.getsignal(signal.SIGTERM) is own_handler  # left alone by setup()
+    if mode in ("sigterm", "own"):
+        time.sleep(120)

@@ -1,0 +1,161 @@
+"""Held roots leave when the process ends without ``shutdown()``: at a normal exit,
+on SIGTERM (our handler), and under uvicorn (its own handler). A real child process,
+the real OpenAI client against the loopback fake server, OTLP/HTTP to a loopback
+receiver."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from ragas_trace import semconv as sc
+from ragas_trace.testing.openai_server import FakeOpenAIServer, Fault
+from ragas_trace.testing.otlp_receiver import OtlpHttpReceiver, WireSpan
+
+APP = Path(__file__).with_name("exit_app.py")
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture
+def receiver() -> Iterator[OtlpHttpReceiver]:
+    with OtlpHttpReceiver() as rx:
+        yield rx
+
+
+@pytest.fixture
+def judge_server() -> Iterator[FakeOpenAIServer]:
+    with FakeOpenAIServer(latency_s=0.01) as server:
+        yield server
+
+
+def child_env(receiver: OtlpHttpReceiver, judge: FakeOpenAIServer,
+              grace_s: float) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith(("OTEL_", "RAGAS_TRACE_", "OPENAI_"))}
+    env.update({
+        "OTEL_EXPORTER_OTLP_ENDPOINT": receiver.endpoint,
+        "OPENAI_BASE_URL": judge.base_url, "OPENAI_API_KEY": "test",
+        "RAGAS_TRACE_EXIT_GRACE_S": str(grace_s),
+        "RAGAS_TRACE_RAISE_INTERNAL_ERRORS": "1",
+    })
+    return env
+
+
+def start(args: list[str], env: dict[str, str]) -> subprocess.Popen[str]:
+    return subprocess.Popen([sys.executable, *args], env=env, text=True,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=APP.parent)
+
+
+def wait_ready(child: subprocess.Popen[str]) -> None:
+    assert child.stdout is not None
+    line = child.stdout.readline()
+    assert line.strip() == "ready", child.stderr.read() if child.stderr else line
+
+
+def finish(child: subprocess.Popen[str]) -> tuple[int, str]:
+    try:
+        _, err = child.communicate(timeout=60)
+    except subprocess.TimeoutExpired:
+        child.kill()
+        _, err = child.communicate()
+        pytest.fail(f"the child did not end: {err}")
+    return child.returncode, err
+
+
+def roots(receiver: OtlpHttpReceiver) -> list[WireSpan]:
+    return [s for s in receiver.spans() if s.name == "rag"]
+
+
+def statuses(receiver: OtlpHttpReceiver) -> list[tuple[str, str | None]]:
+    return [(s.attributes.get(sc.RAGAS_EVALUATION_STATUS),
+             s.attributes.get(sc.RAGAS_EVALUATION_REASON)) for s in roots(receiver)]
+
+
+def test_normal_exit_scores_every_held_root(receiver, judge_server):
+    child = start([str(APP), "exit", "10"], child_env(receiver, judge_server, grace_s=20))
+    code, err = finish(child)
+    assert code == 0, err
+    assert statuses(receiver) == [("scored", None)] * 10, err
+
+
+def test_normal_exit_past_the_grace_drops_as_shutdown_not_failed(receiver, judge_server):
+    judge_server.inject(Fault.HANG, times=None)
+    child = start([str(APP), "exit", "5"], child_env(receiver, judge_server, grace_s=0.5))
+    code, err = finish(child)
+    assert code == 0, err
+    assert statuses(receiver) == [("dropped", "shutdown")] * 5, err
+
+
+def test_sigterm_flushes_then_dies_of_sigterm(receiver, judge_server):
+    child = start([str(APP), "sigterm", "30"], child_env(receiver, judge_server, grace_s=20))
+    wait_ready(child)
+    child.send_signal(signal.SIGTERM)
+    code, err = finish(child)
+    assert code == -signal.SIGTERM, err  # the default disposition's exit status
+    assert statuses(receiver) == [("scored", None)] * 30, err
+
+
+def test_sigterm_past_the_grace_drops_as_shutdown(receiver, judge_server):
+    judge_server.inject(Fault.HANG, times=None)
+    child = start([str(APP), "sigterm", "5"], child_env(receiver, judge_server, grace_s=0.5))
+    wait_ready(child)
+    child.send_signal(signal.SIGTERM)
+    code, err = finish(child)
+    assert code == -signal.SIGTERM, err
+    assert statuses(receiver) == [("dropped", "shutdown")] * 5, err
+
+
+def test_handle_sigterm_off_leaves_the_default(receiver, judge_server):
+    env = {**child_env(receiver, judge_server, grace_s=20), "RAGAS_TRACE_HANDLE_SIGTERM": "0"}
+    child = start([str(APP), "sigterm", "3"], env)
+    wait_ready(child)
+    child.send_signal(signal.SIGTERM)
+    code, err = finish(child)
+    assert code == -signal.SIGTERM, err
+    assert roots(receiver) == []  # what the default does: nothing flushed
+
+
+def test_the_apps_own_handler_is_kept_and_its_exit_flushes(receiver, judge_server):
+    child = start([str(APP), "own", "5"], child_env(receiver, judge_server, grace_s=20))
+    wait_ready(child)
+    child.send_signal(signal.SIGTERM)
+    code, err = finish(child)
+    assert code == 3, err  # the app's handler ran and exited; the normal exit flushed
+    assert statuses(receiver) == [("scored", None)] * 5, err
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def test_uvicorn_app_flushes_on_sigterm(receiver, judge_server):
+    pytest.importorskip("uvicorn")
+    port = free_port()
+    child = start(["-m", "uvicorn", "exit_app:app", "--app-dir", str(APP.parent),
+                   "--port", str(port), "--log-level", "warning"],
+                  child_env(receiver, judge_server, grace_s=20))
+    deadline = time.monotonic() + 30
+    served = 0
+    while served < 8 and time.monotonic() < deadline:
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=5) as reply:
+                served += reply.status == 200
+        except OSError:
+            time.sleep(0.1)  # not listening yet
+    assert served == 8
+    child.send_signal(signal.SIGTERM)
+    code, err = finish(child)
+    # uvicorn shuts down gracefully, restores the handler it found (ours) and re-raises.
+    assert code == -signal.SIGTERM, err
+    assert statuses(receiver) == [("scored", None)] * 8, err
