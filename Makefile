@@ -25,8 +25,8 @@ unit: install
 	$(VENV)/bin/python -m pytest -q
 
 # The site goes to site/ (gitignored); --strict fails on a broken link, a missing
-# anchor or a page left out of the nav.
+# anchor or a page left out of the nav (not with --quiet: it hides the warnings).
 docs: install
-	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict --quiet
+	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict
 
 test: lint typecheck unit docs

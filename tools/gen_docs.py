@@ -17,6 +17,7 @@ Sources, by block name:
     figures-with-targets  the same, only the figures that have a target
     figures-sources       the same files: script, command, date, machine
     cli-help[-COMMAND]    ``ragas-trace [COMMAND] --help``, 100 columns wide
+    screenshot            the Phoenix screenshot, once docs/images/phoenix-trace-list.png exists
 
     python tools/gen_docs.py           # rewrite stale blocks
     python tools/gen_docs.py --check   # exit 1 naming each stale block
@@ -38,6 +39,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "bench" / "results"
 HELP_COLUMNS = "100"
+SCREENSHOT = "docs/images/phoenix-trace-list.png"
 
 _BLOCK = re.compile(
     r"(?P<begin><!-- BEGIN GENERATED: (?P<name>[\w-]+) -->\n)"
@@ -46,8 +48,8 @@ _BLOCK = re.compile(
 
 
 def _settings_setup() -> str:
-    from ragas_trace.config import SETTINGS
     from ragas_trace._settings import settings_table
+    from ragas_trace.config import SETTINGS
 
     return settings_table(SETTINGS)
 
@@ -138,6 +140,12 @@ def _cli_help(*command: str) -> Callable[[], str]:
     return render
 
 
+def _screenshot() -> str:
+    if not (ROOT / SCREENSHOT).is_file():
+        return "<!-- no screenshot yet: the block fills in once the file exists -->"
+    return f"![RAG traces with their ragas.* scores in Phoenix]({SCREENSHOT})"
+
+
 GENERATORS: dict[str, Callable[[], str]] = {
     "settings-setup": _settings_setup,
     "settings-judge": _settings_judge,
@@ -146,6 +154,7 @@ GENERATORS: dict[str, Callable[[], str]] = {
     "figures": _figures,
     "figures-with-targets": lambda: _figures(with_target_only=True),
     "figures-sources": _figures_sources,
+    "screenshot": _screenshot,
     "cli-help": _cli_help(),
     **{f"cli-help-{c}": _cli_help(c) for c in ("demo", "serve", "eval", "score")},
 }
