@@ -1,7 +1,7 @@
-"""Service mode on 127.0.0.1: ``ragas-trace serve`` runs as its own process, an app
-exports its traces to it over OTLP/HTTP, and the gateway scores the RAG traces and
-forwards every span to the next hop, here a small OTLP receiver that prints the
-scores it gets. Offline: the app is the demo's LangChain chain, the judge the local
+"""Service mode on 127.0.0.1: ``ragas-trace serve`` in a process of its own scores
+what an app exports to it over OTLP. The gateway scores the RAG traces and forwards
+every span to the next hop, here a small OTLP receiver that prints the scores it
+gets. Offline: the app is the demo's LangChain chain, the judge the local
 one. Needs the ``langchain``, ``local`` and ``otlp`` extras.
 
     python examples/service_mode.py

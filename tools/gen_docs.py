@@ -18,6 +18,7 @@ Sources, by block name:
     figures-sources       the same files: script, command, date, machine
     cli-help[-COMMAND]    ``ragas-trace [COMMAND] --help``, 100 columns wide
     screenshot            the Phoenix screenshot, once docs/images/phoenix-trace-list.png exists
+    examples              examples/*.py and the first sentence of each one's docstring
 
     python tools/gen_docs.py           # rewrite stale blocks
     python tools/gen_docs.py --check   # exit 1 naming each stale block
@@ -26,6 +27,7 @@ Sources, by block name:
 from __future__ import annotations
 
 import argparse
+import ast
 import contextlib
 import io
 import json
@@ -41,6 +43,7 @@ RESULTS = ROOT / "bench" / "results"
 HELP_COLUMNS = "100"
 SCREENSHOT = "docs/images/phoenix-trace-list.png"
 
+_LITERAL = re.compile(r"``([^`]+)``")
 _BLOCK = re.compile(
     r"(?P<begin><!-- BEGIN GENERATED: (?P<name>[\w-]+) -->\n)"
     r"(?P<body>.*?)"
@@ -140,6 +143,16 @@ def _cli_help(*command: str) -> Callable[[], str]:
     return render
 
 
+def _examples() -> str:
+    lines = ["| script | what it shows |", "| --- | --- |"]
+    for script in sorted((ROOT / "examples").glob("*.py")):
+        doc = ast.get_docstring(ast.parse(script.read_text(encoding="utf-8"))) or ""
+        first = " ".join(doc.split("\n\n")[0].split())
+        sentence = _LITERAL.sub(r"`\1`", first.split(". ")[0].rstrip("."))
+        lines.append(f"| `{script.name}` | {_cell(sentence)} |")
+    return "\n".join(lines)
+
+
 def _screenshot() -> str:
     if not (ROOT / SCREENSHOT).is_file():
         return "<!-- no screenshot yet: the block fills in once the file exists -->"
@@ -155,6 +168,7 @@ GENERATORS: dict[str, Callable[[], str]] = {
     "figures-with-targets": lambda: _figures(with_target_only=True),
     "figures-sources": _figures_sources,
     "screenshot": _screenshot,
+    "examples": _examples,
     "cli-help": _cli_help(),
     **{f"cli-help-{c}": _cli_help(c) for c in ("demo", "serve", "eval", "score")},
 }
@@ -162,6 +176,7 @@ GENERATORS: dict[str, Callable[[], str]] = {
 
 def documents() -> Iterator[Path]:
     yield ROOT / "README.md"
+    yield ROOT / "examples" / "README.md"
     yield from sorted((ROOT / "docs").rglob("*.md"))
 
 
