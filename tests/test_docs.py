@@ -4,6 +4,7 @@ tools/gen_docs.py makes now, and the README stays short."""
 
 import importlib.util
 import json
+import re
 import sys
 from pathlib import Path
 from types import ModuleType
@@ -83,3 +84,12 @@ def test_a_changed_figure_makes_the_block_stale(tmp_path: Path,
 def test_an_unknown_block_is_an_error() -> None:
     with pytest.raises(ValueError, match="no generator for block 'nope'"):
         gen_docs.render("<!-- BEGIN GENERATED: nope -->\n<!-- END GENERATED: nope -->", "x")
+
+
+def test_readme_links_point_at_files_in_the_checkout() -> None:
+    readme = README.read_text(encoding="utf-8")
+    targets = re.findall(r"\]\(([^)#\s]+)(?:#[^)]*)?\)", readme)
+    local = [t for t in targets if "://" not in t]
+    assert local
+    missing = [t for t in local if not (ROOT / t).exists()]
+    assert missing == []
