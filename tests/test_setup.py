@@ -20,7 +20,7 @@ from ragas_trace.pipeline import content_policy, make_judge
 from ragas_trace.setup import choose_downstream
 from ragas_trace.testing.scripted_judge import ScriptedJudge
 
-README = Path(__file__).resolve().parents[1] / "README.md"
+SETTINGS_PAGE = Path(__file__).resolve().parents[1] / "docs" / "reference" / "settings.md"
 
 
 def test_keyword_beats_environment_beats_default():
@@ -118,11 +118,11 @@ def test_content_policy_from_settings():
         content_policy(Settings.load(env={}, content="redact"))
 
 
-def test_readme_documents_every_setting():
-    readme = README.read_text(encoding="utf-8")
-    assert settings_table_markdown() in readme
+def test_settings_page_documents_every_setting():
+    page = SETTINGS_PAGE.read_text(encoding="utf-8")
+    assert settings_table_markdown() in page
     for setting in SETTINGS:
-        assert setting.env in readme
+        assert setting.env in page
 
 
 def test_a_second_setup_on_the_same_provider_warns(caplog):

@@ -8,7 +8,7 @@ the same int8 weights and runs the attention projections (Q, K, V, output) and t
 feed-forward input projection as int8 MatMuls (``MatMulInteger``, weights per output
 channel, activations quantized per run). The feed-forward output projection stays a
 float MatMul over the source's int8 weights: its input (after GELU) has the widest
-range, and quantizing it costs most of the accuracy (see README, local judge).
+range, and quantizing it costs most of the accuracy (see docs/methods.md, the local judge).
 
     pip install onnx
     python tools/derive_local_model.py src/ragas_trace/judges/local/data/model.onnx

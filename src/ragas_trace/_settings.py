@@ -140,3 +140,27 @@ def argument_type(parse: Parse) -> Callable[[str], Any]:
         except ValueError as exc:
             raise argparse.ArgumentTypeError(str(exc)) from None
     return convert
+
+
+def _cell(text: str) -> str:
+    """A table cell: a ``|`` inside it would end the cell; argparse's ``%%`` is ``%``."""
+    return text.replace("%%", "%").replace("|", "\\|")
+
+
+def _default(value: Any) -> str:
+    return "unset" if value is None else f"`{value}`"
+
+
+def settings_table(table: Sequence[Setting], *, as_flags: bool = False) -> str:
+    """The Markdown table of ``table`` (keyword or flag, environment variable,
+    default, meaning): the documentation's settings tables are generated from it,
+    so they cannot drift from the code."""
+    first = "flag" if as_flags else "keyword"
+    lines = [f"| {first} | environment variable | default | meaning |",
+             "| --- | --- | --- | --- |"]
+    for s in table:
+        name = f"{s.flag} {s.metavar}" if as_flags and s.metavar else (
+            s.flag if as_flags else s.name)
+        lines.append(f"| `{_cell(name)}` | `{s.env}` | {_cell(_default(s.default))} | "
+                     f"{_cell(s.help)} |")
+    return "\n".join(lines)

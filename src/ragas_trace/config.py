@@ -4,8 +4,8 @@ beats the default. A bad keyword argument raises ``ValueError`` naming it; a bad
 environment value is logged and the default used instead, so a typo in a
 deployment never takes the app down.
 
-The README's configuration table is generated from ``SETTINGS`` (see
-``settings_table_markdown``) and a test keeps the two in step."""
+The documentation's configuration table is generated from ``SETTINGS`` (see
+``settings_table_markdown`` and ``tools/gen_docs.py``) and a test keeps the two in step."""
 
 from __future__ import annotations
 
@@ -24,6 +24,7 @@ from ragas_trace._settings import (
     optional,
     port,
     resolve,
+    settings_table,
     text,
 )
 
@@ -170,13 +171,8 @@ class Settings:
 
 
 def settings_table_markdown() -> str:
-    """The README's configuration table."""
-    lines = ["| keyword | environment variable | default | meaning |",
-             "| --- | --- | --- | --- |"]
-    for s in SETTINGS:
-        default = "unset" if s.default is None else f"`{s.default}`"
-        lines.append(f"| `{s.name}` | `{s.env}` | {default} | {s.help} |")
-    return "\n".join(lines)
+    """The configuration table of ``docs/reference/settings.md``."""
+    return settings_table(SETTINGS)
 
 
 check_fields(SETTINGS, Settings)

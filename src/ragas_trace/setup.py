@@ -159,7 +159,7 @@ def setup(
     **settings: Any,
 ) -> RagasTrace:
     """Start scoring RAG traces. Every keyword has an environment twin (see
-    ``ragas_trace.config.SETTINGS`` or the README); a keyword wins over it.
+    ``ragas_trace.config.SETTINGS`` or docs/reference/settings.md); a keyword wins over it.
 
     ``exporter``: a ``SpanExporter`` / ``SpanProcessor``, or ``auto`` | ``otlp`` |
     ``console`` | ``none``. ``judge``: ``local`` | ``openai`` | a judge object.

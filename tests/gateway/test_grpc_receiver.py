@@ -113,7 +113,8 @@ def test_busy_answers_unavailable_with_retry_info() -> None:
         assert gw.forward.pending() <= 10
 
 
-@pytest.mark.skipif(shutil.which("openssl") is None, reason="needs the openssl command")
+@pytest.mark.skipif(shutil.which("openssl") is None,
+                    reason="needs the openssl command (apt-get install openssl)")
 def test_tls(downstream: OtlpGrpcReceiver, tmp_path: Path,
              monkeypatch: pytest.MonkeyPatch) -> None:
     # requests lets these variables override the exporter's own CA file.

@@ -8,8 +8,10 @@ from __future__ import annotations
 import argparse
 import importlib
 import logging
+import re
 import sys
 from collections.abc import Sequence
+from importlib import metadata
 
 _COMMANDS: dict[str, tuple[str, str]] = {
     "demo": ("ragas_trace.cli.demo_cmd", "run a demo RAG app offline: capture, score, export"),
@@ -19,6 +21,21 @@ _COMMANDS: dict[str, tuple[str, str]] = {
 }
 
 
+_LITERAL = re.compile(r"``([^`]+)``")
+
+
+def plain_text(text: str | None) -> str | None:
+    """A module docstring as help text: without the reST ``literal`` markup."""
+    return None if text is None else _LITERAL.sub(r"\1", text)
+
+
+def version() -> str:
+    try:
+        return metadata.version("ragas-trace")
+    except metadata.PackageNotFoundError:  # run from a source tree that was not installed
+        return "unknown"
+
+
 def build_parser(argv: Sequence[str]) -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="ragas-trace",
@@ -26,6 +43,7 @@ def build_parser(argv: Sequence[str]) -> argparse.ArgumentParser:
         "OpenTelemetry traces of RAG apps.",
     )
     parser.add_argument("-v", "--verbose", action="store_true", help="log debug messages")
+    parser.add_argument("--version", action="version", version=f"%(prog)s {version()}")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     wanted = next((a for a in argv if a in _COMMANDS), None)
     for name, (module, summary) in _COMMANDS.items():
@@ -33,6 +51,8 @@ def build_parser(argv: Sequence[str]) -> argparse.ArgumentParser:
             importlib.import_module(module).register(subparsers)
         else:
             subparsers.add_parser(name, help=summary, add_help=False)
+    for subparser in subparsers.choices.values():
+        subparser.description = plain_text(subparser.description)
     return parser
 
 

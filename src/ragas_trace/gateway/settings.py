@@ -5,7 +5,7 @@ A flag beats the environment, which beats the config file (TOML), which beats th
 default. A bad flag or config-file value is an error naming it; a bad environment
 value is logged and ignored. Scoring settings not listed here (thresholds, hold
 timeout, content policy...) are the library's, read from its own ``RAGAS_TRACE_*``
-variables (see the README's configuration table)."""
+variables (docs/reference/settings.md)."""
 
 from __future__ import annotations
 
