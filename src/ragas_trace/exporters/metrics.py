@@ -12,6 +12,7 @@ Prometheus exporter's translation gives exactly these series (a test scrapes the
 | gauge `ragas.scorer.queue_size` | `ragas_scorer_queue_size` | |
 | histogram `ragas.judge.tokens` | `ragas_judge_tokens_*` | type = prompt / completion |
 | histogram `ragas.judge.duration` (s) | `ragas_judge_duration_seconds_*` | judge |
+| counter `ragas.annotations` | `ragas_annotations_total` | sink, outcome (sent, failed, dropped) |
 """
 
 from __future__ import annotations
@@ -51,6 +52,9 @@ class ScorerMetrics:
         self._duration = meter.create_histogram(
             "ragas.judge.duration", unit="s", description="judge time per evaluation",
             explicit_bucket_boundaries_advisory=DURATION_BUCKETS)
+        self._annotations = meter.create_counter(
+            "ragas.annotations",
+            description="score annotations written to Phoenix / Langfuse, by outcome")
         self._held: Callable[[], int] = lambda: 0
         self._queued: Callable[[], int] = lambda: 0
         meter.create_observable_gauge("ragas.held_spans", callbacks=[self._observe_held],
@@ -85,6 +89,9 @@ class ScorerMetrics:
 
     def dropped(self, reason: str) -> None:
         self._dropped.add(1, {"reason": reason})
+
+    def annotations(self, sink: str, outcome: str, n: int = 1) -> None:
+        self._annotations.add(n, {"sink": sink, "outcome": outcome})
 
     def _observe_held(self, options: CallbackOptions) -> Iterable[Observation]:
         yield Observation(self._held())

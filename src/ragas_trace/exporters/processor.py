@@ -29,8 +29,13 @@ from opentelemetry.util.types import AttributeValue
 
 from ragas_trace import semconv as sc
 from ragas_trace._internal_errors import record_internal_error
+from ragas_trace.exporters.annotations import AnnotationSinks
 from ragas_trace.exporters.content_policy import ContentPolicy
-from ragas_trace.exporters.evaluation_span import build_evaluation_span, emit_evaluation_span
+from ragas_trace.exporters.evaluation_span import (
+    build_evaluation_span,
+    emit_evaluation_span,
+    new_trace_id,
+)
 from ragas_trace.exporters.metrics import ScorerMetrics
 from ragas_trace.exporters.score_attributes import score_attributes
 from ragas_trace.exporters.span_copy import copy_span
@@ -77,6 +82,7 @@ class ScoringSpanProcessor(SpanProcessor):
         metrics: ScorerMetrics | None = None,
         evaluation_spans: bool = True,
         evaluation_tracer: Tracer | None = None,
+        annotations: AnnotationSinks | None = None,
     ) -> None:
         if hold_timeout_s <= 0:
             raise ValueError(f"hold_timeout_s must be > 0, got {hold_timeout_s!r}")
@@ -95,6 +101,7 @@ class ScoringSpanProcessor(SpanProcessor):
         self.metrics.observe(held=lambda: self.held_count, queued=lambda: scorer.queued)
         self._evaluation_spans = evaluation_spans
         self._evaluation_tracer = evaluation_tracer
+        self.annotations = annotations
         self._traces = TraceBuffer(max_open_traces)
         self._lock = threading.Lock()
         self._wake = threading.Condition(self._lock)
@@ -145,7 +152,9 @@ class ScoringSpanProcessor(SpanProcessor):
         """Wait for scoring in progress (its spans then leave), then flush downstream."""
         deadline = time.monotonic() + timeout_millis / 1000.0
         drained = self.scorer.drain(deadline - time.monotonic())
-        return self._flush_downstream(deadline) and drained
+        annotated = (self.annotations is None
+                     or self.annotations.force_flush(max(0.0, deadline - time.monotonic())))
+        return self._flush_downstream(deadline) and drained and annotated
 
     def shutdown(self, timeout_s: float | None = None) -> bool:  # type: ignore[override]
         """Drain the scorer, export every span still held, shut downstream; all within
@@ -166,6 +175,8 @@ class ScoringSpanProcessor(SpanProcessor):
         for held in leftovers:
             self._release(held.span, EvaluationStatus.DROPPED, "shutdown")
         flushed = self._flush_downstream(deadline)
+        if self.annotations is not None:
+            flushed = self.annotations.shutdown(max(0.0, deadline - time.monotonic())) and flushed
         if self._downstream is not None:
             self._downstream.shutdown()
         self._reaper.join(max(0.0, deadline - time.monotonic()))
@@ -231,10 +242,20 @@ class ScoringSpanProcessor(SpanProcessor):
             self.sampler.charge(outcome.scores.usage.total_tokens)
         with self._lock:
             held = self._held.pop(self._key(span), None)
+        scored = outcome.status is EvaluationStatus.SCORED
+        evaluation_trace = new_trace_id() if scored and self._evaluation_spans else None
         if held is not None:
-            self._export_root(span, score_attributes(outcome, judge, self.thresholds))
-        if outcome.status is EvaluationStatus.SCORED and self._evaluation_spans:
-            self._emit_evaluation(span, outcome, judge)
+            added = score_attributes(outcome, judge, self.thresholds)
+            if evaluation_trace is not None and self._downstream is not None:
+                added[sc.RAGAS_EVALUATION_TRACE_ID] = f"{evaluation_trace:032x}"
+            self._export_root(span, added)
+        if evaluation_trace is not None:
+            self._emit_evaluation(span, outcome, judge, evaluation_trace)
+        if scored and self.annotations is not None:
+            try:
+                self.annotations.submit(span, outcome, judge)
+            except Exception as exc:
+                record_internal_error("processor.annotations", exc)
 
     def _drop(self, span: ReadableSpan, reason: str) -> None:
         self.metrics.dropped(reason)
@@ -268,9 +289,10 @@ class ScoringSpanProcessor(SpanProcessor):
         finally:
             otel_context.detach(token)
 
-    def _emit_evaluation(self, span: ReadableSpan, outcome: Outcome, judge: str) -> None:
+    def _emit_evaluation(self, span: ReadableSpan, outcome: Outcome, judge: str,
+                         trace_id: int) -> None:
         if self._downstream is not None:
-            evaluation = build_evaluation_span(span, outcome, judge, self.thresholds)
+            evaluation = build_evaluation_span(span, outcome, judge, self.thresholds, trace_id)
             if evaluation is not None:
                 self._send(evaluation)
         elif self._evaluation_tracer is not None:
