@@ -1,6 +1,7 @@
 """A real Arize Phoenix server (``pip install arize-phoenix`` in a virtualenv of its
-own: its dependencies clash with ours) on 127.0.0.1, for end-to-end tests and the
-docs' screenshot, plus the few REST reads they need.
+own, so the environment under test holds only what the library needs) on
+127.0.0.1, for end-to-end tests and the docs' screenshot, plus the few REST reads
+they need.
 
 Phoenix's gRPC receiver listens on all interfaces and has no host setting, so its
 port is one found free on all of them; the HTTP server (UI, REST, OTLP/HTTP at
