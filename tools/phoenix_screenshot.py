@@ -7,17 +7,29 @@ annotations on (evaluation spans off, so the list holds only the app's traces),
 waits until every scored request has its annotations, then has headless Chromium
 (Debian's ``chromium`` package) photograph the project's trace list.
 
+Phoenix shows an annotation as a column of its own once a user ticks it in the
+table's column menu, a choice its UI keeps in the browser's local storage. A
+headless Chromium cannot click, so the page is loaded through a small loopback
+proxy in front of Phoenix (same origin, so the same local storage) whose one
+extra page stores that choice, as the menu would, and then opens the trace list.
+
     python tools/phoenix_screenshot.py docs/images/phoenix-trace-list.png
 """
 
 from __future__ import annotations
 
+import http.client
+import json
 import os
 import shutil
 import subprocess
 import sys
 import tempfile
+import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 from ragas_trace.demo.runner import DemoOptions, run_demo
@@ -26,7 +38,7 @@ from ragas_trace.testing.phoenix_server import PhoenixServer, phoenix_executable
 REPO = Path(__file__).resolve().parents[1]
 SERVICE = "support-bot"
 REQUESTS = 30
-WINDOW = "1600,900"
+WINDOW = "1800,1300"
 CHROMIUM_FLAGS = ("--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
                   "--no-first-run", "--disable-background-networking",
                   "--disable-component-update", "--disable-sync", "--hide-scrollbars")
@@ -35,12 +47,73 @@ CHROMIUM_FLAGS = ("--headless", "--no-sandbox", "--disable-gpu", "--disable-quic
 def wait_for_annotations(phoenix: PhoenixServer, expected: int, timeout_s: float = 90) -> None:
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
-        roots = [s["context"]["span_id"] for s in phoenix.spans(SERVICE)
-                 if s["parent_id"] is None]
-        if roots and len(phoenix.span_annotations(SERVICE, roots)) >= expected:
-            return
+        if SERVICE in phoenix.project_names():
+            roots = [s["context"]["span_id"] for s in phoenix.spans(SERVICE)
+                     if s["parent_id"] is None]
+            if roots and len(phoenix.span_annotations(SERVICE, roots)) >= expected:
+                return
         time.sleep(1.0)
     raise SystemExit(f"annotations did not arrive within {timeout_s:.0f} s")
+
+
+SEED_PATH = "/__ragas_trace_seed"
+# Phoenix 20.26.1's table store: key arize-phoenix-tracing-<project>-<table>, zustand
+# persist format; span annotation columns are keyed by annotation name and ordered
+# by column id (``annotations-score-<name>``), here right after the span's name.
+STORE_KEY = "arize-phoenix-tracing-{project}-traces"
+COLUMNS = {"annotationColumnVisibility": {"faithfulness": True},
+           "columnOrder": ["select", "statusCode", "spanKind", "name",
+                           "annotations-score-faithfulness"]}
+
+
+def seed_page(project_id: str, target: str) -> bytes:
+    key = json.dumps(STORE_KEY.format(project=project_id))
+    value = json.dumps(json.dumps({"state": COLUMNS, "version": 0}))
+    return (f"<script>localStorage.setItem({key}, {value});"
+            f"location.replace({json.dumps(target)});</script>").encode()
+
+
+@contextmanager
+def seeding_proxy(upstream_port: int, page: bytes) -> Iterator[int]:
+    """A loopback proxy to Phoenix serving ``page`` at ``SEED_PATH``; yields its port."""
+    class Proxy(BaseHTTPRequestHandler):
+        def _relay(self) -> None:
+            if self.path == SEED_PATH:
+                self._reply(200, {"Content-Type": "text/html"}, page)
+                return
+            length = int(self.headers.get("Content-Length") or 0)
+            body = self.rfile.read(length) if length else None
+            upstream = http.client.HTTPConnection("127.0.0.1", upstream_port, timeout=30)
+            headers = {k: v for k, v in self.headers.items() if k.lower() != "host"}
+            upstream.request(self.command, self.path, body=body, headers=headers)
+            response = upstream.getresponse()
+            data = response.read()
+            upstream.close()
+            skip = {"transfer-encoding", "connection", "content-length"}
+            self._reply(response.status, {k: v for k, v in response.getheaders()
+                                          if k.lower() not in skip}, data)
+
+        def _reply(self, status: int, headers: dict[str, str], data: bytes) -> None:
+            self.send_response(status)
+            for key, value in headers.items():
+                self.send_header(key, value)
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+        do_GET = do_POST = do_PUT = do_DELETE = do_PATCH = _relay
+
+        def log_message(self, format: str, *args: object) -> None:
+            return
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Proxy)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield int(server.server_address[1])
+    finally:
+        server.shutdown()
+        server.server_close()
 
 
 def screenshot(url: str, out: Path, profile: Path) -> None:
@@ -70,8 +143,10 @@ def main(out: Path) -> int:
         wait_for_annotations(phoenix, 3 * scored)
         (project,) = [p for p in phoenix.pages("/v1/projects") if p["name"] == SERVICE]
         out.parent.mkdir(parents=True, exist_ok=True)
-        screenshot(f"{phoenix.url}/projects/{project['id']}/traces", out,
-                   Path(tmp) / "chromium-profile")
+        page = seed_page(project["id"], f"/projects/{project['id']}/traces")
+        with seeding_proxy(phoenix.port, page) as port:
+            screenshot(f"http://127.0.0.1:{port}{SEED_PATH}", out,
+                       Path(tmp) / "chromium-profile")
     print(f"wrote {out}")
     return 0
 

@@ -236,6 +236,17 @@ def test_annotations_setting_parses_a_comma_list(caplog):
     assert "RAGAS_TRACE_ANNOTATIONS" in caplog.text
 
 
+def test_serve_takes_the_annotations_option():
+    from ragas_trace.gateway.settings import GatewaySettings
+
+    assert GatewaySettings.load({"annotations": "phoenix,langfuse"}, env={}).annotations == (
+        "phoenix", "langfuse")
+    assert GatewaySettings.load({}, env={"RAGAS_TRACE_ANNOTATIONS": "phoenix"}).annotations == (
+        "phoenix",)
+    with pytest.raises(ValueError, match="--annotations"):
+        GatewaySettings.load({"annotations": "tempo"}, env={})
+
+
 def test_sinks_come_from_phoenix_and_langfuse_variables(caplog, counted):
     env = {"RAGAS_TRACE_ANNOTATIONS": "phoenix,langfuse",
            "PHOENIX_COLLECTOR_ENDPOINT": "http://px:6006/v1/traces", "PHOENIX_API_KEY": "k",
