@@ -271,3 +271,21 @@ def test_project_follows_the_service_unless_already_chosen(monkeypatch):
     monkeypatch.setenv("OTEL_RESOURCE_ATTRIBUTES", "openinference.project.name=mine")
     kept = service_resource("support-bot", project_from_service=True)
     assert kept.attributes[sc.OPENINFERENCE_PROJECT_NAME] == "mine"
+
+
+def test_sinks_shut_down_together_within_one_deadline(make_rig, counted):
+    failing = [Gated(lambda: SendError("down", retry=True)) for _ in range(2)]
+    for backend, name in zip(failing, ("one", "two"), strict=True):
+        backend.gate.set()
+        backend.name = name
+    sinks = _sinks(failing, counted, retry_for_s=3600)
+    rig = make_rig(annotations=sinks)
+    rag_request(rig.tracer)
+    assert rig.wait(lambda spans: any(s.name == "rag" for s in spans))
+    stopping = threading.Thread(target=sinks.shutdown, args=(1.0,))
+    stopping.start()
+    stopping.join(10.0)
+    assert not stopping.is_alive()
+    outcomes = counted.outcomes()
+    for name in ("one", "two"):  # the second was not starved by the first
+        assert sum(n for (sink, _), n in outcomes.items() if sink == name) == 3

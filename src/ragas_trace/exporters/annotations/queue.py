@@ -115,15 +115,26 @@ class AnnotationQueue:
                 self._changed.wait(remaining)
         return True
 
-    def shutdown(self, timeout_s: float) -> bool:
-        """Send what is queued within ``timeout_s``; what is left then is dropped."""
-        deadline = time.monotonic() + timeout_s
+    def close(self, deadline: float) -> bool:
+        """Take no more; the worker sends what is queued until ``deadline`` (monotonic).
+        ``False`` if it was closed already."""
         with self._lock:
             if self._closed:
-                return True
+                return False
             self._closed = True
             self._deadline = deadline
             self._changed.notify_all()
+            return True
+
+    def shutdown(self, timeout_s: float) -> bool:
+        """Send what is queued within ``timeout_s``; what is left then is dropped."""
+        deadline = time.monotonic() + timeout_s
+        if not self.close(deadline):
+            return True
+        return self.join(deadline)
+
+    def join(self, deadline: float) -> bool:
+        """Wait for the worker until ``deadline``, then drop (and count) what is left."""
         if self._started:
             self._worker.join(max(0.0, deadline - time.monotonic()))
         with self._lock:

@@ -65,5 +65,7 @@ class AnnotationSinks:
                     for q in self._queues])
 
     def shutdown(self, timeout_s: float) -> bool:
+        # One deadline for all: every queue sends in parallel until it.
         deadline = time.monotonic() + timeout_s
-        return all([q.shutdown(max(0.0, deadline - time.monotonic())) for q in self._queues])
+        closing = [q for q in self._queues if q.close(deadline)]
+        return all([q.join(deadline) for q in closing])
