@@ -148,7 +148,7 @@ def _cell(text: str) -> str:
 
 
 def _default(value: Any) -> str:
-    return "unset" if value is None else f"`{value}`"
+    return "unset" if value in (None, ()) else f"`{value}`"
 
 
 def settings_table(table: Sequence[Setting], *, as_flags: bool = False) -> str:

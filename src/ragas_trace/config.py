@@ -27,6 +27,7 @@ from ragas_trace._settings import (
     settings_table,
     text,
 )
+from ragas_trace.exporters.annotations import DEFAULT_ENDPOINT, DEFAULT_HOST, annotation_names
 
 
 def _judge(value: object) -> str:
@@ -94,6 +95,26 @@ SETTINGS: tuple[Setting, ...] = (
             "truncate each exported content attribute to this many characters (0 = no limit)"),
     Setting("evaluation_spans", "RAGAS_TRACE_EVALUATION_SPANS", True, boolean,
             "emit an EVALUATOR span linked to each scored span"),
+    Setting("project_from_service", "RAGAS_TRACE_PROJECT_FROM_SERVICE", False, boolean,
+            "file spans of a provider we create under the Phoenix project named after the "
+            "service (`openinference.project.name`), unless already set"),
+    Setting("annotations", "RAGAS_TRACE_ANNOTATIONS", (), annotation_names,
+            "also write each score as a Phoenix span annotation and/or Langfuse score: "
+            "`phoenix`, `langfuse` or `phoenix,langfuse`"),
+    Setting("phoenix_endpoint", "PHOENIX_COLLECTOR_ENDPOINT", DEFAULT_ENDPOINT, text,
+            "Phoenix's base URL, for its annotations API"),
+    Setting("phoenix_api_key", "PHOENIX_API_KEY", None, optional(text),
+            "Phoenix API key, sent as a bearer token"),
+    Setting("langfuse_host", "LANGFUSE_HOST", DEFAULT_HOST, text,
+            "Langfuse's base URL, for its scores API"),
+    Setting("langfuse_public_key", "LANGFUSE_PUBLIC_KEY", None, optional(text),
+            "Langfuse project public key (basic auth user)"),
+    Setting("langfuse_secret_key", "LANGFUSE_SECRET_KEY", None, optional(text),
+            "Langfuse project secret key (basic auth password)"),
+    Setting("annotation_queue_size", "RAGAS_TRACE_ANNOTATION_QUEUE_SIZE", 10000, integer(1),
+            "annotations waiting to be sent, per backend; past it they are dropped (counted)"),
+    Setting("annotation_retry_s", "RAGAS_TRACE_ANNOTATION_RETRY_S", 30.0, number(0.0),
+            "how long a batch of annotations is retried while its backend fails"),
     Setting("metrics_port", "RAGAS_TRACE_METRICS_PORT", None, optional(port),
             "serve a Prometheus scrape endpoint on this port (0 = any free port)"),
     Setting("metrics_host", "RAGAS_TRACE_METRICS_HOST", "127.0.0.1", text,
@@ -134,6 +155,15 @@ class Settings:
     content: str
     max_content_chars: int
     evaluation_spans: bool
+    project_from_service: bool
+    annotations: tuple[str, ...]
+    phoenix_endpoint: str
+    phoenix_api_key: str | None
+    langfuse_host: str
+    langfuse_public_key: str | None
+    langfuse_secret_key: str | None
+    annotation_queue_size: int
+    annotation_retry_s: float
     metrics_port: int | None
     metrics_host: str
     exit_grace_s: float

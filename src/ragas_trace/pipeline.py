@@ -11,6 +11,7 @@ from opentelemetry.sdk.trace.export import SpanExporter
 from opentelemetry.trace import Tracer
 
 from ragas_trace.config import Settings
+from ragas_trace.exporters.annotations import AnnotationSinks, backends
 from ragas_trace.exporters.content_policy import ContentPolicy, Redactor
 from ragas_trace.exporters.metrics import ScorerMetrics
 from ragas_trace.exporters.processor import ScoringSpanProcessor
@@ -28,6 +29,7 @@ class ScoringPipeline:
     sampler: Sampler
     metrics: ScorerMetrics
     settings: Settings
+    annotations: AnnotationSinks | None = None
 
 
 def make_judge(settings: Settings, judge: Judge | str | None = None) -> Judge:
@@ -55,6 +57,21 @@ def content_policy(settings: Settings, redact: Redactor | None = None) -> Conten
     if redact is not None and mode == "keep":
         mode = "redact"
     return ContentPolicy(mode, redact, settings.max_content_chars)
+
+
+def annotation_sinks(settings: Settings, metrics: ScorerMetrics,
+                     policy: ContentPolicy) -> AnnotationSinks | None:
+    """The Phoenix / Langfuse sinks ``settings.annotations`` turns on, or ``None``."""
+    chosen = backends(
+        settings.annotations, phoenix_endpoint=settings.phoenix_endpoint,
+        phoenix_api_key=settings.phoenix_api_key, langfuse_host=settings.langfuse_host,
+        langfuse_public_key=settings.langfuse_public_key,
+        langfuse_secret_key=settings.langfuse_secret_key)
+    if not chosen:
+        return None
+    return AnnotationSinks(chosen, metrics, policy, settings.thresholds,
+                           max_queued=settings.annotation_queue_size,
+                           retry_for_s=settings.annotation_retry_s)
 
 
 def build_pipeline(
@@ -91,6 +108,7 @@ def build_pipeline(
     )
     metrics = ScorerMetrics(meter_provider or NoOpMeterProvider(),
                             service or settings.service_name or "")
+    annotations = annotation_sinks(settings, metrics, policy)
     processor = ScoringSpanProcessor(
         downstream,
         scorer,
@@ -103,5 +121,6 @@ def build_pipeline(
         metrics=metrics,
         evaluation_spans=settings.evaluation_spans,
         evaluation_tracer=evaluation_tracer,
+        annotations=annotations,
     )
-    return ScoringPipeline(processor, scorer, sampler, metrics, settings)
+    return ScoringPipeline(processor, scorer, sampler, metrics, settings, annotations)

@@ -50,6 +50,8 @@ TOOL_PARAMETERS: Final = "tool.parameters"
 SESSION_ID: Final = "session.id"
 USER_ID: Final = "user.id"
 METADATA: Final = "metadata"
+# Resource attribute: the Phoenix project a span is filed under.
+OPENINFERENCE_PROJECT_NAME: Final = "openinference.project.name"
 
 EVALUATIONS: Final = "evaluations"
 EVALUATION_NAME: Final = "evaluation.name"
@@ -103,6 +105,8 @@ RAGAS_EVALUATION_STATUS: Final = "ragas.evaluation.status"
 RAGAS_EVALUATION_REASON: Final = "ragas.evaluation.reason"
 RAGAS_EVALUATION_JUDGE: Final = "ragas.evaluation.judge"
 RAGAS_EVALUATION_DURATION_MS: Final = "ragas.evaluation.duration_ms"
+# Hex id of the trace holding the evaluation span (which links back to this span).
+RAGAS_EVALUATION_TRACE_ID: Final = "ragas.evaluation.trace_id"
 RAGAS_JUDGE_PROMPT_TOKENS: Final = "ragas.evaluation.judge.prompt_tokens"
 RAGAS_JUDGE_COMPLETION_TOKENS: Final = "ragas.evaluation.judge.completion_tokens"
 RAGAS_STATEMENTS_TOTAL: Final = "ragas.faithfulness.statements"

@@ -7,7 +7,8 @@ an exporter is named explicitly, ragas-trace forwards nothing and the scores
 travel on evaluation spans (linked to the evaluated span) and metrics. Otherwise
 it creates a provider, sets it as the global one, and exports through
 ``exporter`` (default: OTLP when ``OTEL_EXPORTER_OTLP_ENDPOINT`` is set, else
-nothing but metrics). Likewise for metrics: ``metrics_port`` serves a Prometheus
+nothing but metrics); with ``project_from_service`` that provider's spans go to the
+Phoenix project named after the service. Likewise for metrics: ``metrics_port`` serves a Prometheus
 endpoint; else an existing global SDK ``MeterProvider`` is used; else OTLP
 metrics when an endpoint is configured."""
 
@@ -26,6 +27,7 @@ from opentelemetry.sdk.trace import SpanProcessor, TracerProvider
 from opentelemetry.sdk.trace.export import SpanExporter
 
 from ragas_trace import exit_flush, providers
+from ragas_trace import semconv as sc
 from ragas_trace._deadline import call_within, remaining
 from ragas_trace.config import Settings
 from ragas_trace.exporters.content_policy import Redactor
@@ -182,7 +184,8 @@ def setup(
     judge_object = None if isinstance(judge, str) else judge
 
     joined = tracer_provider or providers.existing_tracer_provider()
-    provider = joined or TracerProvider(resource=_resource(resolved.service_name))
+    provider = joined or TracerProvider(resource=service_resource(resolved.service_name,
+                                                           resolved.project_from_service))
     service = resolved.service_name or str(
         provider.resource.attributes.get(SERVICE_NAME, "unknown_service"))
 
@@ -237,5 +240,11 @@ def choose_downstream(settings: Settings, exporter: SpanExporter | SpanProcessor
 _live: weakref.WeakSet[RagasTrace] = weakref.WeakSet()
 
 
-def _resource(service_name: str | None) -> Resource:
-    return Resource.create({SERVICE_NAME: service_name} if service_name else {})
+def service_resource(service_name: str | None, project_from_service: bool = False) -> Resource:
+    """``service.name`` given wins over ``OTEL_SERVICE_NAME``; the Phoenix project is
+    added only where neither code nor ``OTEL_RESOURCE_ATTRIBUTES`` chose one."""
+    resource = Resource.create({SERVICE_NAME: service_name} if service_name else {})
+    if project_from_service and sc.OPENINFERENCE_PROJECT_NAME not in resource.attributes:
+        service = resource.attributes.get(SERVICE_NAME)
+        resource = resource.merge(Resource({sc.OPENINFERENCE_PROJECT_NAME: str(service)}))
+    return resource

@@ -41,7 +41,10 @@ def check_wire(spans: list[WireSpan], judge_prefix: str) -> None:
     assert [s.name for s in spans].count(root.name) == 1  # exported once
     assert {s.attributes.get(sc.SPAN_KIND) for s in spans} >= {"RETRIEVER", "LLM", "EVALUATOR"}
     assert evaluation.links == [(root.trace_id, root.span_id, {})]
-    assert evaluation.parent_span_id == root.span_id
+    # A trace of its own, so the judge's time does not stretch the request's trace.
+    assert evaluation.parent_span_id == ""
+    assert evaluation.trace_id != root.trace_id
+    assert root.attributes[sc.RAGAS_EVALUATION_TRACE_ID] == evaluation.trace_id
     events = [e for e in evaluation.events if e[0] == sc.GEN_AI_EVALUATION_RESULT]
     assert {e[1][sc.GEN_AI_EVALUATION_NAME] for e in events} == {
         "faithfulness", "answer_relevance", "context_relevance"}

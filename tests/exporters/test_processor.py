@@ -42,8 +42,9 @@ def test_scored_root_is_exported_once_with_scores_and_an_evaluation_span(make_ri
     assert evaluation.attributes[sc.SPAN_KIND] == sc.KIND_EVALUATOR
     assert len(evaluation.links) == 1
     assert evaluation.links[0].context.span_id == root_id
-    assert evaluation.parent.span_id == root_id
-    assert evaluation.context.trace_id == roots[0].context.trace_id
+    assert evaluation.parent is None
+    assert evaluation.context.trace_id != roots[0].context.trace_id
+    assert attrs[sc.RAGAS_EVALUATION_TRACE_ID] == f"{evaluation.context.trace_id:032x}"
     names = {evaluation.attributes[f"evaluations.{i}.evaluation.name"] for i in range(3)}
     assert names == {"faithfulness", "answer_relevance", "context_relevance"}
     events = [e for e in evaluation.events if e.name == sc.GEN_AI_EVALUATION_RESULT]

@@ -4,6 +4,7 @@ file or a collector, optionally a Prometheus endpoint; then the rows for the tab
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import os
 import random
@@ -12,12 +13,13 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from opentelemetry.sdk.resources import SERVICE_NAME, Resource
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SpanExporter
 
 import ragas_trace
 from ragas_trace import providers
+from ragas_trace._settings import resolve
+from ragas_trace.config import SETTINGS
 from ragas_trace.demo.app import APP_NAME, build_chain
 from ragas_trace.demo.behaviour import Behaviour
 from ragas_trace.demo.corpus import QUESTIONS, DemoQuestion
@@ -32,6 +34,7 @@ from ragas_trace.demo.exporting import (
 from ragas_trace.demo.recording import RecordingJudge
 from ragas_trace.demo.report import RequestRow, rows_from_spans
 from ragas_trace.judges import resolve_judge
+from ragas_trace.setup import service_resource
 
 logger = logging.getLogger(__name__)
 
@@ -87,6 +90,13 @@ def questions(seed: int) -> Iterator[DemoQuestion]:
         yield from order
 
 
+def _project_routing() -> bool:
+    """``project_from_service``, on unless the environment turns it off: the demo's
+    spans land in a Phoenix project named after its service."""
+    (setting,) = (s for s in SETTINGS if s.name == "project_from_service")
+    return bool(resolve(dataclasses.replace(setting, default=True), None, os.environ))
+
+
 def run_demo(options: DemoOptions, progress: Progress | None = None) -> DemoResult:
     started = time.monotonic()
     report = progress or (lambda phase, done, total: None)
@@ -113,7 +123,7 @@ def run_demo(options: DemoOptions, progress: Progress | None = None) -> DemoResu
     judge = RecordingJudge(resolve_judge(options.judge))
     # A private provider: the demo never installs or joins a global one, so it can
     # run twice in one process (tests) and never mixes with the caller's telemetry.
-    tracer_provider = TracerProvider(resource=Resource.create({SERVICE_NAME: service}))
+    tracer_provider = TracerProvider(resource=service_resource(service, _project_routing()))
     rt = ragas_trace.setup(
         service_name=service,
         exporter=FanOutExporter(exporters),

@@ -2,12 +2,15 @@
 
 - OpenInference: a span of kind EVALUATOR with exactly one link to the evaluated
   span and ``evaluations.{i}.evaluation.name/score/label/explanation``;
-- OpenTelemetry GenAI: one ``gen_ai.evaluation.result`` event per metric, on a
-  span parented to the evaluated span.
+- OpenTelemetry GenAI: one ``gen_ai.evaluation.result`` event per metric.
 
-It reaches backends even when the evaluated span itself was exported by another
-processor before it was scored. Explanations are counts and statuses, never
-request content."""
+The span is the root of a trace of its own: parented to the evaluated span it
+would stretch that trace's duration by the judge's time (trace latency in Phoenix,
+Tempo and Jaeger is first start to last end of all its spans), so the app's
+latency would report the scoring. The link (and ``ragas.evaluation.trace_id`` on
+the evaluated span, when we export it) connects the two. It reaches backends even
+when the evaluated span itself was exported by another processor before it was
+scored. Explanations are counts and statuses, never request content."""
 
 from __future__ import annotations
 
@@ -15,6 +18,7 @@ import time
 from collections.abc import Iterator, Mapping
 
 from opentelemetry import trace as trace_api
+from opentelemetry.context import Context
 from opentelemetry.sdk.trace import Event, ReadableSpan
 from opentelemetry.sdk.trace.id_generator import RandomIdGenerator
 from opentelemetry.sdk.util.instrumentation import InstrumentationScope
@@ -92,22 +96,30 @@ def evaluation_events(outcome: Outcome, thresholds: Mapping[str, float]
         yield sc.GEN_AI_EVALUATION_RESULT, attrs
 
 
+def new_trace_id() -> int:
+    """The id of an evaluation span's own trace (chosen before the span is built, so
+    the evaluated span can name it)."""
+    return _ids.generate_trace_id()
+
+
 def build_evaluation_span(evaluated: ReadableSpan, outcome: Outcome, judge: str,
-                          thresholds: Mapping[str, float]) -> ReadableSpan | None:
-    """A finished EVALUATOR span for ``evaluated``, or ``None`` if it has no context."""
+                          thresholds: Mapping[str, float], trace_id: int | None = None
+                          ) -> ReadableSpan | None:
+    """A finished EVALUATOR span for ``evaluated``, root of trace ``trace_id`` (default:
+    a new one), or ``None`` if ``evaluated`` has no context."""
     target = evaluated.context
     if target is None:
         return None
     end = time.time_ns()
     start = end - int(outcome.duration_s * 1e9)
-    context = trace_api.SpanContext(target.trace_id, _ids.generate_span_id(), is_remote=False,
-                                    trace_flags=target.trace_flags)
+    context = trace_api.SpanContext(trace_id or new_trace_id(), _ids.generate_span_id(),
+                                    is_remote=False, trace_flags=target.trace_flags)
     events = [Event(name, attrs, timestamp=end)
               for name, attrs in evaluation_events(outcome, thresholds)]
     return ReadableSpan(
         name=SPAN_NAME,
         context=context,
-        parent=target,
+        parent=None,
         resource=evaluated.resource,
         attributes=evaluation_attributes(outcome, judge, thresholds),
         events=events,
@@ -122,13 +134,13 @@ def build_evaluation_span(evaluated: ReadableSpan, outcome: Outcome, judge: str,
 def emit_evaluation_span(tracer: trace_api.Tracer, evaluated: ReadableSpan, outcome: Outcome,
                          judge: str, thresholds: Mapping[str, float]) -> None:
     """The same span, started through ``tracer`` (for a provider whose own processors
-    export everything: ``setup()`` on top of ``opentelemetry-instrument``)."""
+    export everything: ``setup()`` on top of ``opentelemetry-instrument``); an empty
+    context makes it the root of a new trace."""
     target = evaluated.context
     if target is None:
         return
     end = time.time_ns()
-    parent = trace_api.set_span_in_context(trace_api.NonRecordingSpan(target))
-    span = tracer.start_span(SPAN_NAME, context=parent, links=[trace_api.Link(target)],
+    span = tracer.start_span(SPAN_NAME, context=Context(), links=[trace_api.Link(target)],
                              attributes=evaluation_attributes(outcome, judge, thresholds),
                              start_time=end - int(outcome.duration_s * 1e9))
     for name, attrs in evaluation_events(outcome, thresholds):

@@ -13,6 +13,7 @@ Prometheus exporter's translation gives exactly these series (a test scrapes the
 | histogram `ragas.judge.tokens` | `ragas_judge_tokens_*` | type = prompt / completion |
 | histogram `ragas.judge.duration` (s) | `ragas_judge_duration_seconds_*` | judge |
 | counter `ragas.export.lost` | `ragas_export_lost_total` | signal, reason |
+| counter `ragas.annotations` | `ragas_annotations_total` | sink, outcome (sent, failed, dropped) |
 
 ``ragas.export.lost`` counts spans that never reached the backend: ``queue_full``
 (the export queue was full), ``export_failed`` (the exporter failed or raised),
@@ -58,6 +59,9 @@ class ScorerMetrics:
             explicit_bucket_boundaries_advisory=DURATION_BUCKETS)
         self._export_lost = meter.create_counter(
             "ragas.export.lost", description="spans that never reached the backend, by reason")
+        self._annotations = meter.create_counter(
+            "ragas.annotations",
+            description="score annotations written to Phoenix / Langfuse, by outcome")
         self._held: Callable[[], int] = lambda: 0
         self._queued: Callable[[], int] = lambda: 0
         meter.create_observable_gauge("ragas.held_spans", callbacks=[self._observe_held],
@@ -95,6 +99,8 @@ class ScorerMetrics:
 
     def export_lost(self, count: int, reason: str, signal: str = "traces") -> None:
         self._export_lost.add(count, {"signal": signal, "reason": reason})
+    def annotations(self, sink: str, outcome: str, n: int = 1) -> None:
+        self._annotations.add(n, {"sink": sink, "outcome": outcome})
 
     def _observe_held(self, options: CallbackOptions) -> Iterable[Observation]:
         yield Observation(self._held())

@@ -30,8 +30,13 @@ from opentelemetry.util.types import AttributeValue
 from ragas_trace import semconv as sc
 from ragas_trace._deadline import call_within, remaining
 from ragas_trace._internal_errors import record_internal_error
+from ragas_trace.exporters.annotations import AnnotationSinks
 from ragas_trace.exporters.content_policy import ContentPolicy
-from ragas_trace.exporters.evaluation_span import build_evaluation_span, emit_evaluation_span
+from ragas_trace.exporters.evaluation_span import (
+    build_evaluation_span,
+    emit_evaluation_span,
+    new_trace_id,
+)
 from ragas_trace.exporters.export_queue import ExportQueue
 from ragas_trace.exporters.metrics import ScorerMetrics
 from ragas_trace.exporters.score_attributes import score_attributes
@@ -81,6 +86,7 @@ class ScoringSpanProcessor(SpanProcessor):
         metrics: ScorerMetrics | None = None,
         evaluation_spans: bool = True,
         evaluation_tracer: Tracer | None = None,
+        annotations: AnnotationSinks | None = None,
     ) -> None:
         if hold_timeout_s <= 0:
             raise ValueError(f"hold_timeout_s must be > 0, got {hold_timeout_s!r}")
@@ -99,6 +105,7 @@ class ScoringSpanProcessor(SpanProcessor):
         self.metrics.observe(held=lambda: self.held_count, queued=lambda: scorer.queued)
         self._evaluation_spans = evaluation_spans
         self._evaluation_tracer = evaluation_tracer
+        self.annotations = annotations
         self._traces = TraceBuffer(max_open_traces)
         self._lock = threading.Lock()
         self._wake = threading.Condition(self._lock)
@@ -146,12 +153,16 @@ class ScoringSpanProcessor(SpanProcessor):
             self.on_end(span)
 
     def force_flush(self, timeout_millis: int = 30000) -> bool:
-        """Wait for scoring in progress (its spans then leave), then flush downstream;
-        all within the timeout (the last part of it, up to 1 s, kept for the export).
-        ``False`` if something was not done or not delivered. Never raises."""
+        """Wait for scoring in progress (its spans then leave), then flush the
+        annotations and downstream; all within the timeout (the last part of it, up to
+        1 s, kept for the export). ``False`` if something was not done or not
+        delivered. Never raises."""
         deadline = time.monotonic() + max(0, timeout_millis) / 1000.0
         drained = self.scorer.drain(remaining(_judge_deadline(deadline)))
-        return self._flush_downstream(deadline) and drained
+        # The annotations share the judge's part of the deadline: the export keeps its own.
+        annotated = (self.annotations is None
+                     or self.annotations.force_flush(remaining(_judge_deadline(deadline))))
+        return self._flush_downstream(deadline) and drained and annotated
 
     def stop_scoring(self, timeout_s: float) -> bool:
         """Give the judge up to ``timeout_s`` to finish what it has, then stop it: the
@@ -181,9 +192,11 @@ class ScoringSpanProcessor(SpanProcessor):
             self._held.clear()
         for held in leftovers:
             self._release(held.span, EvaluationStatus.DROPPED, "shutdown")
+        annotated = (self.annotations is None
+                     or self.annotations.shutdown(remaining(_judge_deadline(deadline))))
         delivered = self._shutdown_downstream(deadline)
         self._reaper.join(min(0.1, remaining(deadline)))
-        return drained and delivered
+        return drained and delivered and annotated
 
     # -- internals -------------------------------------------------------------------
 
@@ -245,10 +258,20 @@ class ScoringSpanProcessor(SpanProcessor):
             self.sampler.charge(outcome.scores.usage.total_tokens)
         with self._lock:
             held = self._held.pop(self._key(span), None)
+        scored = outcome.status is EvaluationStatus.SCORED
+        evaluation_trace = new_trace_id() if scored and self._evaluation_spans else None
         if held is not None:
-            self._export_root(span, score_attributes(outcome, judge, self.thresholds))
-        if outcome.status is EvaluationStatus.SCORED and self._evaluation_spans:
-            self._emit_evaluation(span, outcome, judge)
+            added = score_attributes(outcome, judge, self.thresholds)
+            if evaluation_trace is not None and self._downstream is not None:
+                added[sc.RAGAS_EVALUATION_TRACE_ID] = f"{evaluation_trace:032x}"
+            self._export_root(span, added)
+        if evaluation_trace is not None:
+            self._emit_evaluation(span, outcome, judge, evaluation_trace)
+        if scored and self.annotations is not None:
+            try:
+                self.annotations.submit(span, outcome, judge)
+            except Exception as exc:
+                record_internal_error("processor.annotations", exc)
 
     def _drop(self, span: ReadableSpan, reason: str) -> None:
         self.metrics.dropped(reason)
@@ -282,9 +305,10 @@ class ScoringSpanProcessor(SpanProcessor):
         finally:
             otel_context.detach(token)
 
-    def _emit_evaluation(self, span: ReadableSpan, outcome: Outcome, judge: str) -> None:
+    def _emit_evaluation(self, span: ReadableSpan, outcome: Outcome, judge: str,
+                         trace_id: int) -> None:
         if self._downstream is not None:
-            evaluation = build_evaluation_span(span, outcome, judge, self.thresholds)
+            evaluation = build_evaluation_span(span, outcome, judge, self.thresholds, trace_id)
             if evaluation is not None:
                 self._send(self.policy.apply(evaluation))
         elif self._evaluation_tracer is not None:

@@ -50,7 +50,8 @@ class ScoringSink:
                  ) -> None:
         library = Settings.load(
             judge=None if settings.judge == "off" else settings.judge,
-            sample_rate=settings.sample_rate, service_name=settings.service_name)
+            sample_rate=settings.sample_rate, service_name=settings.service_name,
+            annotations=settings.annotations)
         self.pipeline = build_pipeline(library, _Borrowed(forward), judge=judge,
                                        meter_provider=meter_provider,
                                        service=settings.service_name)

@@ -26,6 +26,7 @@ from ragas_trace._settings import (
     resolve,
     text,
 )
+from ragas_trace.exporters.annotations import annotation_names
 
 
 def _address(value: object) -> str | None:
@@ -126,6 +127,9 @@ OPTIONS: tuple[Setting, ...] = (
            "judge of the scorer; 'off' forwards without scoring", "local|openai|off"),
     Setting("sample_rate", "RAGAS_TRACE_SAMPLE_RATE", None, optional(number(0.0, 1.0)),
            "fraction of RAG traces scored, by trace id (library default 1.0)", "R"),
+    Setting("annotations", "RAGAS_TRACE_ANNOTATIONS", None, optional(annotation_names),
+           "also write scores as Phoenix span annotations / Langfuse scores (where: "
+           "PHOENIX_COLLECTOR_ENDPOINT, LANGFUSE_HOST...)", "phoenix,langfuse"),
     Setting("metrics_port", "RAGAS_TRACE_METRICS_PORT", None, optional(integer(0)),
            "serve Prometheus metrics on this port", "PORT"),
     Setting("metrics_host", "RAGAS_GATEWAY_METRICS_HOST", "127.0.0.1", text,
@@ -174,6 +178,7 @@ class GatewaySettings:
     max_trace_bytes: int
     judge: str
     sample_rate: float | None
+    annotations: tuple[str, ...] | None
     metrics_port: int | None
     metrics_host: str
     service_name: str

@@ -1,0 +1,200 @@
+"""``AnnotationQueue``: a bounded queue and one daemon worker that sends annotations
+to one backend in batches, retrying a failed batch for a bounded time.
+
+``offer`` runs on the scorer's thread and never blocks: when the queue is full the
+annotations are dropped and counted. Every annotation ends up counted once in
+``ragas.annotations`` as sent, failed (the backend refused it, or kept failing
+for ``retry_for_s``) or dropped (queue full, or still queued at the shutdown
+deadline)."""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+import time
+from collections import deque
+from collections.abc import Sequence
+from typing import Protocol
+
+from opentelemetry import context as otel_context
+
+from ragas_trace.exporters.annotations.scores import ScoreAnnotation
+from ragas_trace.exporters.metrics import ScorerMetrics
+
+logger = logging.getLogger("ragas_trace")
+
+_SUPPRESS = otel_context._SUPPRESS_INSTRUMENTATION_KEY
+_FIRST_BACKOFF_S = 0.5
+_MAX_BACKOFF_S = 5.0
+
+
+class SendError(Exception):
+    """A batch the backend did not take; ``retry`` when trying again may help
+    (network error, 5xx, 429, Phoenix not knowing the span yet)."""
+
+    def __init__(self, message: str, *, retry: bool) -> None:
+        super().__init__(message)
+        self.retry = retry
+
+
+class AnnotationBackend(Protocol):
+    """Writes annotations somewhere. ``name`` is the ``sink`` metric label."""
+
+    @property
+    def name(self) -> str: ...
+
+    def keep(self, annotation: ScoreAnnotation) -> bool:
+        """Whether this backend writes ``annotation`` at all."""
+        ...
+
+    def send(self, batch: Sequence[ScoreAnnotation], timeout_s: float) -> None:
+        """Deliver ``batch`` within ``timeout_s`` or raise ``SendError``."""
+        ...
+
+
+class AnnotationQueue:
+    def __init__(self, backend: AnnotationBackend, metrics: ScorerMetrics, *,
+                 max_queued: int = 10_000, max_batch: int = 100, retry_for_s: float = 30.0,
+                 request_timeout_s: float = 10.0) -> None:
+        if max_queued < 1 or max_batch < 1:
+            raise ValueError("max_queued and max_batch must be >= 1")
+        self.backend = backend
+        self._metrics = metrics
+        self._max_queued = max_queued
+        self._max_batch = max_batch
+        self._retry_for_s = retry_for_s
+        self._request_timeout_s = request_timeout_s
+        self._warned: set[str] = set()
+        self._init_state()
+
+    def _init_state(self) -> None:
+        self._pid = os.getpid()
+        self._lock = threading.Lock()
+        self._changed = threading.Condition(self._lock)
+        self._queue: deque[ScoreAnnotation] = deque()
+        self._in_flight = 0
+        self._closed = False
+        self._deadline = float("inf")
+        self._worker = threading.Thread(target=self._run, daemon=True,
+                                        name=f"ragas-trace-annotations-{self.backend.name}")
+        self._started = False
+
+    @property
+    def pending(self) -> int:
+        with self._lock:
+            return len(self._queue) + self._in_flight
+
+    def offer(self, annotations: Sequence[ScoreAnnotation]) -> None:
+        if not annotations:
+            return
+        if os.getpid() != self._pid:  # forked: the parent's worker and queue stay there
+            self._init_state()
+        with self._lock:
+            room = 0 if self._closed else self._max_queued - len(self._queue)
+            taken = annotations[:max(0, room)]
+            self._queue.extend(taken)
+            if taken:
+                if not self._started:
+                    self._started = True
+                    self._worker.start()
+                self._changed.notify_all()
+        dropped = len(annotations) - len(taken)
+        if dropped:
+            self._count("dropped", dropped, "annotation queue full" if not self._closed
+                        else "annotation queue closed")
+
+    def force_flush(self, timeout_s: float) -> bool:
+        """Wait until everything offered so far was sent (or given up on)."""
+        deadline = time.monotonic() + timeout_s
+        with self._lock:
+            while self._queue or self._in_flight:
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    return False
+                self._changed.wait(remaining)
+        return True
+
+    def close(self, deadline: float) -> bool:
+        """Take no more; the worker sends what is queued until ``deadline`` (monotonic).
+        ``False`` if it was closed already."""
+        with self._lock:
+            if self._closed:
+                return False
+            self._closed = True
+            self._deadline = deadline
+            self._changed.notify_all()
+            return True
+
+    def shutdown(self, timeout_s: float) -> bool:
+        """Send what is queued within ``timeout_s``; what is left then is dropped."""
+        deadline = time.monotonic() + timeout_s
+        if not self.close(deadline):
+            return True
+        return self.join(deadline)
+
+    def join(self, deadline: float) -> bool:
+        """Wait for the worker until ``deadline``, then drop (and count) what is left."""
+        if self._started:
+            self._worker.join(max(0.0, deadline - time.monotonic()))
+        with self._lock:
+            left = len(self._queue)
+            self._queue.clear()
+            self._changed.notify_all()
+        if left:
+            self._count("dropped", left, "shutdown deadline")
+        return left == 0 and not self._worker.is_alive()
+
+    # -- worker -----------------------------------------------------------------------
+
+    def _run(self) -> None:
+        # The backend's HTTP calls must not show up in the app's own traces.
+        otel_context.attach(otel_context.set_value(_SUPPRESS, True))
+        while True:
+            with self._lock:
+                while not self._queue and not self._closed:
+                    self._changed.wait()
+                if not self._queue:
+                    return
+                batch = [self._queue.popleft()
+                         for _ in range(min(self._max_batch, len(self._queue)))]
+                self._in_flight = len(batch)
+            try:
+                self._deliver(batch)
+            finally:
+                with self._lock:
+                    self._in_flight = 0
+                    self._changed.notify_all()
+
+    def _deliver(self, batch: list[ScoreAnnotation]) -> None:
+        give_up = time.monotonic() + self._retry_for_s
+        backoff = _FIRST_BACKOFF_S
+        while True:
+            limit = min(give_up, self._deadline)
+            try:
+                self.backend.send(batch, max(0.1, min(self._request_timeout_s,
+                                                      limit - time.monotonic())))
+            except SendError as exc:
+                if exc.retry and time.monotonic() + backoff < limit:
+                    self._sleep(backoff)
+                    backoff = min(_MAX_BACKOFF_S, backoff * 2)
+                    continue
+                self._count("failed", len(batch), str(exc))
+                return
+            except Exception as exc:  # a backend bug must not kill the worker
+                self._count("failed", len(batch), f"{type(exc).__name__}: {exc}")
+                return
+            self._count("sent", len(batch))
+            return
+
+    def _sleep(self, seconds: float) -> None:
+        # Woken early by shutdown, whose deadline then bounds the retries.
+        with self._lock:
+            self._changed.wait(seconds)
+
+    def _count(self, outcome: str, n: int, why: str | None = None) -> None:
+        self._metrics.annotations(self.backend.name, outcome, n)
+        if why is not None and outcome not in self._warned:
+            self._warned.add(outcome)
+            logger.warning("ragas-trace: %d annotation(s) for %s %s: %s (logged once; "
+                           "counted in ragas.annotations)", n, self.backend.name, outcome, why)
