@@ -17,6 +17,12 @@ import numpy as np
 from ragas_trace._internal_errors import record_internal_error
 from ragas_trace.judges.local.embedder import MODEL_ID, Embedder, ModelIntegrityError, Vectors
 from ragas_trace.judges.local.evidence import Evidence, build_evidence
+from ragas_trace.judges.local.framing import (
+    FramedSupport,
+    framed_statement,
+    framed_support,
+    is_short,
+)
 from ragas_trace.judges.local.lexicon import is_noncommittal, question_parts
 from ragas_trace.judges.local.scoring import answer_relevance, sentence_need, statement_support
 from ragas_trace.judges.local.tokens import Kind, content_tokens
@@ -124,7 +130,14 @@ class _Record:
         # an answer: an evasion states no number.
         self.refusal = bool(self.answer) and is_noncommittal(self.answer) and not any(
             t.kind is Kind.NUMBER for t in content_tokens(self.answer))
-        self.statements = split_sentences(self.answer) if not self.refusal else []
+        # A bare "1931" states something only together with its question.
+        self.short = bool(self.question) and not self.refusal and is_short(self.answer)
+        if self.refusal:
+            self.statements = []
+        elif self.short:
+            self.statements = [framed_statement(self.question, self.answer)]
+        else:
+            self.statements = split_sentences(self.answer)
         self.rarity = embedder.rarity
         self.question_parts = question_parts(self.question) \
             if Metric.CONTEXT_RELEVANCE in metrics else []
@@ -143,10 +156,14 @@ class _Record:
         kept: tuple[str, ...] = ()
         sentence_vectors = np.stack([vec(t) for t in self.evidence.texts]) \
             if self._context_needed() else np.zeros((0, 1), np.float32)
+        framed = framed_support(self.question, vec(self.question), self.answer, self.evidence,
+                                sentence_vectors, self.rarity) \
+            if self.short and self._context_needed() else None
         if Metric.FAITHFULNESS in self.metrics:
-            results[Metric.FAITHFULNESS], verdicts = self._faithfulness(vec, sentence_vectors)
+            results[Metric.FAITHFULNESS], verdicts = self._faithfulness(
+                vec, sentence_vectors, framed)
         if Metric.ANSWER_RELEVANCE in self.metrics:
-            results[Metric.ANSWER_RELEVANCE] = self._answer_relevance(vec)
+            results[Metric.ANSWER_RELEVANCE] = self._answer_relevance(vec, framed)
         if Metric.CONTEXT_RELEVANCE in self.metrics:
             results[Metric.CONTEXT_RELEVANCE], kept = self._context_relevance(
                 vec, sentence_vectors)
@@ -156,6 +173,7 @@ class _Record:
     def _context_needed(self) -> bool:
         return bool(self.evidence.sentences) and (
             (Metric.FAITHFULNESS in self.metrics and bool(self.statements))
+            or (Metric.ANSWER_RELEVANCE in self.metrics and self.short)
             or (Metric.CONTEXT_RELEVANCE in self.metrics and bool(self.question)))
 
     def _texts_to_embed(self) -> list[str]:
@@ -167,7 +185,8 @@ class _Record:
                        *self.evidence.texts]
         return list(dict.fromkeys(t for t in wanted if t))
 
-    def _faithfulness(self, vec: _VecFn, sentence_vectors: Vectors
+    def _faithfulness(self, vec: _VecFn, sentence_vectors: Vectors,
+                      framed: FramedSupport | None
                       ) -> tuple[MetricResult, tuple[StatementVerdict, ...]]:
         if not self.answer:
             return MetricResult.unscored(MetricStatus.NO_ANSWER), ()
@@ -176,6 +195,9 @@ class _Record:
         if not self.statements:
             return MetricResult.unscored(
                 MetricStatus.NO_STATEMENTS, "the answer declines to answer"), ()
+        if framed is not None:
+            verdict = StatementVerdict(self.statements[0], framed.degree >= 0.5, framed.reason)
+            return MetricResult.scored(framed.degree), (verdict,)
         units = _with_adjacent_pairs(sentence_vectors)
         supports = [statement_support(s, vec(s), self.evidence, units, self.rarity)
                     for s in self.statements]
@@ -183,15 +205,21 @@ class _Record:
                          for s, sup in zip(self.statements, supports, strict=True))
         return MetricResult.scored(float(np.mean([s.degree for s in supports]))), verdicts
 
-    def _answer_relevance(self, vec: _VecFn) -> MetricResult:
+    def _answer_relevance(self, vec: _VecFn, framed: FramedSupport | None) -> MetricResult:
         if not self.question:
             return MetricResult.unscored(MetricStatus.NO_QUESTION)
         if not self.answer:
             return MetricResult.unscored(MetricStatus.NO_ANSWER)
         if self.refusal:
             return MetricResult(0.0, MetricStatus.SCORED, "noncommittal answer")
-        value, reason = answer_relevance(self.question, vec(self.question), self.answer,
-                                         vec(self.answer), self.rarity)
+        # A short answer taken from the context is as close to the question as the
+        # sentence it comes from, in so far as that sentence answers the question.
+        similarity = float(vec(self.question) @ vec(self.answer))
+        if framed is not None and framed.bearing > similarity:
+            similarity += (framed.bearing - similarity) * framed.degree
+        grounded = self.evidence.vocabulary if self.evidence.sentences else None
+        value, reason = answer_relevance(self.question, similarity, self.answer, grounded,
+                                         self.rarity)
         return MetricResult(min(1.0, max(0.0, value)), MetricStatus.SCORED, reason)
 
     def _context_relevance(self, vec: _VecFn, sentence_vectors: Vectors

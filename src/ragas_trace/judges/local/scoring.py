@@ -126,12 +126,14 @@ def _placement(
 
 
 def answer_relevance(
-    question: str, q_vector: Vectors, answer: str, a_vector: Vectors, rarity: RarityFn
+    question: str, similarity: float, answer: str, grounded: Vocabulary | None,
+    rarity: RarityFn,
 ) -> tuple[float, str]:
     """Closeness of question and answer, discounted when the answer adds nothing the
     question did not already say, uses placeholders, or lacks the kind of fact the
-    question asks for (a date for "when", a name for "who")."""
-    similarity = float(q_vector @ a_vector)
+    question asks for (a date for "when", a name for "who"). What the answer adds
+    counts only where the context (``grounded``, when there is one) has it: content
+    the context lacks is never rewarded."""
     # A good answer is not a paraphrase of its question: its cosine with it reaches
     # ~0.7 at best, where the paper compares questions with questions.
     closeness = _ramp(similarity, ANSWER_FLOOR, ANSWER_FULL)
@@ -140,7 +142,8 @@ def answer_relevance(
     new = [t for t in answer_tokens
            if t not in question_vocabulary and normalise(t.text) not in VAGUE_WORDS
            and not CJK_FUNCTION_CHARS.intersection(t.text)]
-    new_weight = _weighted(new, rarity)
+    supported = new if grounded is None else [t for t in new if t in grounded]
+    new_weight = _weighted(supported, rarity)
     informativeness = new_weight / (new_weight + 1.0)
     options = alternatives(question)
     chooses = options is not None and _chooses(answer, answer_tokens, options)
@@ -151,7 +154,9 @@ def answer_relevance(
     value = closeness * (0.5 + 0.5 * informativeness) * VAGUE_FACTOR ** vague \
         * UNMET_EXPECTATION_FACTOR ** len(unmet)
     parts = [f"question-answer similarity {similarity:.2f}",
-             f"new content weight {new_weight:.1f}"]
+             f"supported new content weight {new_weight:.1f}"]
+    if len(supported) < len(new):
+        parts.append(f"{len(new) - len(supported)} new term(s) not in the context")
     if chooses:
         parts.append("picks one of the alternatives asked about")
     if vague:

@@ -1,0 +1,103 @@
+"""Short answers read in the question's frame.
+
+The paper's statement step reads the question and the answer together: to "What year
+did the bridge open?" the answer "1931" states that the bridge opened in 1931. So a
+short answer is one statement, shown as "question: answer", and it is grounded when
+the context holds the answer's facts in a sentence that also answers the question:
+the answer's tokens must be there, and that sentence must be (about) the context's
+best match for the question, by embedding and by the question's own terms.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from ragas_trace.judges.local.embedder import Vectors
+from ragas_trace.judges.local.evidence import Evidence
+from ragas_trace.judges.local.tokens import (
+    Kind,
+    RarityFn,
+    Token,
+    Vocabulary,
+    content_tokens,
+    weight,
+)
+
+SHORT_WORDS = 6  # a Latin-script answer of at most this many words and no full stop
+SHORT_CJK_CHARS = 24
+_CJK = re.compile(r"[\u3400-\u9fff]")
+_SENTENCE_END = re.compile(r"[.!?。！？]\s+\S")
+FRAME_LEXICAL = 0.5  # weight of the question's terms against the embedding's cosine
+# The sentence holding the answer must come within 0.05 of the best sentence for the
+# question to count in full, and is not counted beyond 0.25 below it.
+FRAME_FULL, FRAME_NONE = 0.05, 0.25
+FRAME_FLOOR, FRAME_ENOUGH = 0.15, 0.40  # absolute: the sentence is about the question
+MISSING_FACT_FACTOR = 0.25
+
+
+@dataclass(frozen=True, slots=True)
+class FramedSupport:
+    degree: float  # how far the context supports the framed statement
+    bearing: float  # cosine of the question with the sentence that holds the answer
+    reason: str
+
+
+def is_short(answer: str) -> bool:
+    """A bare entity, number, date or phrase rather than a sentence of its own."""
+    text = answer.strip()
+    if not text or _SENTENCE_END.search(text):
+        return False
+    if _CJK.search(text):
+        return len(text) <= SHORT_CJK_CHARS
+    return len(text.split()) <= SHORT_WORDS
+
+
+def framed_statement(question: str, answer: str) -> str:
+    return f"{question.strip().rstrip('?？ ')}: {answer.strip()}"
+
+
+def _share(tokens: list[Token], vocabulary: Vocabulary, rarity: RarityFn) -> float:
+    total = sum(weight(t, rarity) for t in tokens)
+    if not total:
+        return 0.0
+    return sum(weight(t, rarity) for t in tokens if t in vocabulary) / total
+
+
+def _ramp(value: float, low: float, high: float) -> float:
+    return float(min(1.0, max(0.0, (value - low) / (high - low))))
+
+
+def framed_support(question: str, q_vector: Vectors, answer: str, evidence: Evidence,
+                   sentence_vectors: Vectors, rarity: RarityFn) -> FramedSupport | None:
+    """Support of "question: answer" by the context; ``None`` when the answer has no
+    content token to look for (a bare "yes")."""
+    answer_tokens = content_tokens(answer)
+    if not answer_tokens or not evidence.sentences:
+        return None
+    answer_keys = {t.key for t in answer_tokens}
+    missing = [t for t in answer_tokens if t not in evidence.vocabulary]
+    missing_facts = [t for t in missing if t.kind is not Kind.WORD]
+    present = [t for t in answer_tokens if t not in missing]
+    coverage = _share(answer_tokens, evidence.vocabulary, rarity)
+    question_tokens = [t for t in content_tokens(question) if t.key not in answer_keys]
+    cosines = sentence_vectors @ q_vector
+    frames = [float(c) + FRAME_LEXICAL * _share(question_tokens, s.vocabulary, rarity)
+              for s, c in zip(evidence.sentences, cosines, strict=True)]
+    best = max(frames)
+    holding = [i for i, s in enumerate(evidence.sentences)
+               if present and _share(present, s.vocabulary, rarity) >= 0.5]
+    if not holding:
+        return FramedSupport(0.0, 0.0, "the answer's words are not together in any "
+                             "context sentence")
+    at = max(holding, key=frames.__getitem__)
+    placement = _ramp(frames[at], best - FRAME_NONE, best - FRAME_FULL) \
+        * _ramp(frames[at], FRAME_FLOOR, FRAME_ENOUGH)
+    degree = coverage * placement * MISSING_FACT_FACTOR ** len(missing_facts)
+    parts = [f"read with the question; the context sentence holding it matches the "
+             f"question {frames[at]:.2f} (best sentence {best:.2f})"]
+    if missing_facts:
+        parts.append("not in the context: " + ", ".join(t.text for t in missing_facts))
+    if coverage < 1.0:
+        parts.append(f"{coverage:.0%} of its content words are in the context")
+    return FramedSupport(degree, float(cosines[at]), "; ".join(parts))
