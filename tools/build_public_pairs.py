@@ -5,7 +5,8 @@ questions and first gold answers, copied from public data sets: see the README
 beside it) and writes ``public_pairs.jsonl`` in the format of ``ragas-trace eval``.
 Every question gives two rows, one for each kind of wrong answer:
 
-- ``swap``: the answer, of the same type (number, name, other), to another question
+- ``swap``: the short answer (six words at most), of the same type (number, name,
+  other) where there is one, to another question
   about the same passage: every word of it is in the passage, but it does not answer
   this question, so the statement it makes in the question's frame is unsupported;
 - ``foreign``: an answer of the same type to a question about another passage of the
@@ -27,6 +28,7 @@ import re
 from pathlib import Path
 from typing import Any
 
+SHORT_WORDS = 6
 DATA = Path(__file__).resolve().parents[1] / "tests" / "judges" / "local" / "data"
 
 
@@ -57,16 +59,21 @@ def build(paragraphs: list[dict[str, Any]]) -> list[dict[str, Any]]:
                       and o["answer"] not in qa["answer"]]
             if not others:
                 continue
-            same_type = [o for o in others if answer_type(o) == kind] or others
+            # A long swap ("The cabin is driven by ...") copies a context sentence: a
+            # faithful statement, only not an answer; swaps are short answers only.
+            short = [o for o in others if len(o.split()) <= SHORT_WORDS and len(o) <= 24]
+            same_type = [o for o in short if answer_type(o) == kind] or short
             foreign = [o["answer"] for p in rotate(peers, at) for o in p["qas"]
                        if answer_type(o["answer"]) == kind
                        and o["answer"] not in paragraph["context"]]
             base = {"question": qa["question"].strip(), "context": paragraph["context"],
                     "answer": qa["answer"], "poor_answer": others[0]}
             split = f"{paragraph['source']}-{paragraph['lang']}/{paragraph['part']}"
-            rows.append({"id": f"p{p_index}q{q_index}-swap", "split": split, "kind": "swap",
-                         **base, "ungrounded_answer": same_type[0],
-                         "context_padded": paragraph["context"] + "\n" + following["context"]})
+            if same_type:
+                rows.append({"id": f"p{p_index}q{q_index}-swap", "split": split, "kind": "swap",
+                             **base, "ungrounded_answer": same_type[0],
+                             "context_padded": paragraph["context"] + "\n"
+                             + following["context"]})
             if foreign:
                 rows.append({"id": f"p{p_index}q{q_index}-foreign", "split": split,
                              "kind": "foreign", **base, "ungrounded_answer": foreign[0],

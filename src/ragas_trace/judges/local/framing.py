@@ -14,7 +14,8 @@ import re
 from dataclasses import dataclass
 
 from ragas_trace.judges.local.embedder import Vectors
-from ragas_trace.judges.local.evidence import Evidence
+from ragas_trace.judges.local.evidence import ContextSentence, Evidence
+from ragas_trace.judges.local.lexicon import CJK_FUNCTION_CHARS, CJK_QUESTION_CHARS
 from ragas_trace.judges.local.tokens import (
     Kind,
     RarityFn,
@@ -29,6 +30,12 @@ SHORT_CJK_CHARS = 24
 _CJK = re.compile(r"[\u3400-\u9fff]")
 _SENTENCE_END = re.compile(r"[.!?。！？]\s+\S")
 FRAME_LEXICAL = 0.5  # weight of the question's terms against the embedding's cosine
+# The embedding model is English-trained: on Chinese its cosines are mostly noise, so
+# there the question's own terms decide.
+FRAME_LEXICAL_CJK = 1.5
+# Near the answer: a sentence often holds several facts ("from Denmark ... who, under
+# their leader Rollo, ..."); the one the question asks about sits among its terms.
+WINDOW_TOKENS, WINDOW_TOKENS_CJK = 6, 12
 # The sentence holding the answer must come within 0.05 of the best sentence for the
 # question to count in full, and is not counted beyond 0.25 below it.
 FRAME_FULL, FRAME_NONE = 0.05, 0.25
@@ -80,9 +87,13 @@ def framed_support(question: str, q_vector: Vectors, answer: str, evidence: Evid
     missing_facts = [t for t in missing if t.kind is not Kind.WORD]
     present = [t for t in answer_tokens if t not in missing]
     coverage = _share(answer_tokens, evidence.vocabulary, rarity)
-    question_tokens = [t for t in content_tokens(question) if t.key not in answer_keys]
+    cjk = bool(_CJK.search(question))
+    skip = CJK_FUNCTION_CHARS | CJK_QUESTION_CHARS
+    question_tokens = [t for t in content_tokens(question)
+                       if t.key not in answer_keys and not skip.intersection(t.key)]
+    lexical = FRAME_LEXICAL_CJK if cjk else FRAME_LEXICAL
     cosines = sentence_vectors @ q_vector
-    frames = [float(c) + FRAME_LEXICAL * _share(question_tokens, s.vocabulary, rarity)
+    frames = [float(c) + lexical * _share(question_tokens, s.vocabulary, rarity)
               for s, c in zip(evidence.sentences, cosines, strict=True)]
     best = max(frames)
     holding = [i for i, s in enumerate(evidence.sentences)
@@ -93,11 +104,31 @@ def framed_support(question: str, q_vector: Vectors, answer: str, evidence: Evid
     at = max(holding, key=frames.__getitem__)
     placement = _ramp(frames[at], best - FRAME_NONE, best - FRAME_FULL) \
         * _ramp(frames[at], FRAME_FLOOR, FRAME_ENOUGH)
-    degree = coverage * placement * MISSING_FACT_FACTOR ** len(missing_facts)
+    nearness = _nearness(evidence.sentences[at], answer_keys, question_tokens, rarity,
+                         WINDOW_TOKENS_CJK if cjk else WINDOW_TOKENS)
+    degree = coverage * placement * (0.5 + 0.5 * nearness) \
+        * MISSING_FACT_FACTOR ** len(missing_facts)
     parts = [f"read with the question; the context sentence holding it matches the "
-             f"question {frames[at]:.2f} (best sentence {best:.2f})"]
+             f"question {frames[at]:.2f} (best sentence {best:.2f}); "
+             f"{nearness:.0%} of the question's terms found there are near the answer"]
     if missing_facts:
         parts.append("not in the context: " + ", ".join(t.text for t in missing_facts))
     if coverage < 1.0:
         parts.append(f"{coverage:.0%} of its content words are in the context")
     return FramedSupport(degree, float(cosines[at]), "; ".join(parts))
+
+
+def _nearness(sentence: ContextSentence, answer_keys: set[str], question_tokens: list[Token],
+              rarity: RarityFn, window: int) -> float:
+    """Of the question's terms in the sentence, the weighted share that stand within
+    ``window`` content tokens of the answer's own tokens there (1.0 when the sentence
+    has none of them: nothing to tell the facts apart)."""
+    tokens = sentence.tokens
+    at = [i for i, t in enumerate(tokens) if t.key in answer_keys]
+    wanted = {t.key: weight(t, rarity) for t in question_tokens}
+    found = {t.key: i for i, t in enumerate(tokens) if t.key in wanted}
+    total = sum(wanted[k] for k in found)
+    if not at or not total:
+        return 1.0
+    near = sum(wanted[k] for k, i in found.items() if min(abs(i - j) for j in at) <= window)
+    return near / total

@@ -36,6 +36,9 @@ januar februar märz mai juni juli oktober dezember
 CJK_FUNCTION_CHARS = frozenset(
     "的了是在有和与也都很就这那个里中上下它他她们我你之其为而及或被把对从到着过吗呢吧啊")
 
+# Chinese question words: a character pair containing one asks, it does not name.
+CJK_QUESTION_CHARS = frozenset("什么哪谁几怎何吗呢")
+
 # Placeholders that stand in for the fact a question asks for.
 VAGUE_WORDS = frozenset("""
 someone somebody something somewhere somehow sometime sometimes some certain various
