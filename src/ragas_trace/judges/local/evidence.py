@@ -24,6 +24,7 @@ class ContextSentence:
     text: str
     tokens: tuple[Token, ...]
     vocabulary: Vocabulary  # own tokens plus names a pronoun refers back to
+    continues: bool = False  # opens with a pronoun for the previous sentence's subject
 
 
 @dataclass(frozen=True)
@@ -46,8 +47,10 @@ def build_evidence(contexts: Sequence[str]) -> Evidence:
         previous_names: tuple[Token, ...] = ()
         for text in split_sentences(passage):
             tokens = tuple(content_tokens(text))
-            referred = previous_names if _SUBJECT_PRONOUN.search(text) else ()
-            sentences.append(ContextSentence(text, tokens, Vocabulary(tokens + referred)))
+            continues = bool(_SUBJECT_PRONOUN.search(text)) and bool(previous_names)
+            referred = previous_names if continues else ()
+            sentences.append(ContextSentence(text, tokens, Vocabulary(tokens + referred),
+                                             continues))
             names = tuple(t for t in tokens if t.kind is Kind.NAME or t.text[:1].isupper())
             previous_names = names or previous_names
             every.extend(tokens)

@@ -46,6 +46,8 @@ MISSING_FACT_FACTOR = 0.25  # per number or name absent from the context
 VAGUE_FACTOR = 0.75  # per placeholder word ("someone", "something") in an answer
 UNMET_EXPECTATION_FACTOR = 0.5  # a "when" question answered without any date...
 LEXICAL_WEIGHT = 0.2  # share of the question's terms a context sentence contains
+PAIR_DISCOUNT = 0.05  # a pronoun-led sentence read with the one before it
+LACKS_EXPECTED_PENALTY = 0.15  # a sentence without the kind of fact the question asks
 RELATIVE_FLOOR, RELATIVE_FULL = 0.30, 0.10  # needed: within 0.1 of the best sentence
 
 
@@ -202,15 +204,31 @@ def sentence_need(
     that part. The relative test matters where the model compresses similarities
     (Chinese), so that everything looks alike in absolute terms."""
     needs = [0.0] * len(evidence.sentences)
+    # "It was completed in 1889." says what it says only after the sentence naming "it":
+    # judged also as that pair, a little below its own cosine.
+    paired = vectors.copy()
+    for i, sentence in enumerate(evidence.sentences):
+        if sentence.continues and i:
+            paired[i] = vectors[i - 1] + vectors[i]
+            paired[i] /= max(float(np.linalg.norm(paired[i])), 1e-12)
     for question, q_vector in questions:
         question_tokens = content_tokens(question)
         total = _weighted(question_tokens, rarity)
+        similarities = np.maximum(vectors @ q_vector, paired @ q_vector - PAIR_DISCOUNT)
         bearing = [
             float(similarity) + LEXICAL_WEIGHT * (
                 _weighted([t for t in question_tokens if t in sentence.vocabulary], rarity)
                 / total if total else 0.0)
-            for sentence, similarity in zip(evidence.sentences, vectors @ q_vector, strict=True)
+            for sentence, similarity in zip(evidence.sentences, similarities, strict=True)
         ]
+        # "When was it completed?" is answered by the sentence with the date in it, not
+        # by the one that shares the most words with the question.
+        kinds = expectations(question)
+        asked = Vocabulary(question_tokens)
+        bearing = [b - LACKS_EXPECTED_PENALTY * sum(
+                       1 for kind in kinds
+                       if not _meets(kind, [t for t in sentence.tokens if t not in asked]))
+                   for b, sentence in zip(bearing, evidence.sentences, strict=True)]
         best = max(bearing, default=0.0)
         needs = [max(need, min(_ramp(b, NEED_FLOOR, NEED_FULL),
                                _ramp(b, best - RELATIVE_FLOOR, best - RELATIVE_FULL)))

@@ -117,6 +117,7 @@ class Vocabulary:
 
     def __init__(self, tokens: Iterable[Token]) -> None:
         self.keys = frozenset(t.key for t in tokens)
+        self._matched: dict[str, bool] = {}  # the affix scan is linear: once per key
 
     def __contains__(self, token: object) -> bool:
         if not isinstance(token, Token):
@@ -125,9 +126,15 @@ class Vocabulary:
             return True
         if token.kind is Kind.NUMBER or len(token.key) < _MIN_STEM + 1:
             return False
+        known = self._matched.get(token.key)
+        if known is None:
+            known = self._matched[token.key] = self._affix_match(token.key)
+        return known
+
+    def _affix_match(self, key: str) -> bool:
         return any(
-            len(k) > _MIN_STEM and (k.startswith(token.key) or token.key.startswith(k)
-                                    or k.endswith(token.key))  # Metalllettern ~ Lettern
+            len(k) > _MIN_STEM and (k.startswith(key) or key.startswith(k)
+                                    or k.endswith(key))  # Metalllettern ~ Lettern
             for k in self.keys
         )
 
