@@ -37,16 +37,34 @@ from ragas_trace.results import (
 )
 
 
+# Past these, the token matching and the embedding of every sentence would take
+# longer than a per-record timeout (measured: bench/local_judge_long_inputs.py).
+MAX_CONTEXT_CHARS = 12_000  # ~2,000 words: three 630-word passages
+MAX_ANSWER_CHARS = 4_000
+
+
 class LocalJudge:
     """Scores records with all-MiniLM-L6-v2 (int8 ONNX) and token grounding.
 
     ``threads``: onnxruntime threads (default: env ``RAGAS_TRACE_LOCAL_THREADS``, else
     half the cores). The model loads on first use, or call ``load()`` up front.
+
+    Time per record is bounded by two limits: over ``max_context_chars`` of context
+    (all passages together), faithfulness and context relevance are ``skipped`` with
+    the limit as the reason, and answer relevance is scored without the context; over
+    ``max_answer_chars`` of answer, faithfulness is ``skipped``.
     """
 
-    def __init__(self, *, threads: int | None = None, embedder: Embedder | None = None) -> None:
+    def __init__(self, *, threads: int | None = None, embedder: Embedder | None = None,
+                 max_context_chars: int = MAX_CONTEXT_CHARS,
+                 max_answer_chars: int = MAX_ANSWER_CHARS) -> None:
         if embedder is not None and threads is not None:
             raise ValueError("threads: set it on the embedder you pass, not on the judge")
+        for name, value in (("max_context_chars", max_context_chars),
+                            ("max_answer_chars", max_answer_chars)):
+            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+                raise ValueError(f"{name} must be a positive integer, got {value!r}")
+        self._limits = (max_context_chars, max_answer_chars)
         self._embedder = embedder or Embedder(threads=threads)
         self._executor: ThreadPoolExecutor | None = None
         self._executor_lock = threading.Lock()
@@ -92,7 +110,8 @@ class LocalJudge:
         """The blocking form of ``evaluate``, for callers outside an event loop."""
         started = time.perf_counter()
         try:
-            scores = _Record(self._embedder, question, contexts, answer, metrics).score()
+            scores = _Record(self._embedder, question, contexts, answer, metrics,
+                             self._limits).score()
         except (ImportError, ModelIntegrityError) as exc:
             scores = self._failed(metrics, f"local model unavailable: {exc}")
         except Exception as exc:  # our bug: count it, never invent a score
@@ -118,13 +137,27 @@ class _Record:
     """One record being scored: gathers every text to embed, embeds once, scores."""
 
     def __init__(self, embedder: Embedder, question: str | None, contexts: Sequence[str],
-                 answer: str | None, metrics: frozenset[Metric]) -> None:
+                 answer: str | None, metrics: frozenset[Metric],
+                 limits: tuple[int, int] = (MAX_CONTEXT_CHARS, MAX_ANSWER_CHARS)) -> None:
         self.embedder = embedder
         self.question = (question or "").strip()
         self.answer = (answer or "").strip()
         passages = [contexts] if isinstance(contexts, str) else contexts  # one passage
         self.contexts = [c for c in passages if isinstance(c, str) and c.strip()]
-        self.metrics = metrics
+        self.skipped: dict[Metric, MetricResult] = {}
+        context_chars = sum(len(c) for c in self.contexts)
+        if context_chars > limits[0]:
+            reason = (f"context of {context_chars} characters is over the local judge's "
+                      f"limit of {limits[0]} (max_context_chars)")
+            self.skipped |= {m: MetricResult(None, MetricStatus.SKIPPED, reason)
+                             for m in (Metric.FAITHFULNESS, Metric.CONTEXT_RELEVANCE)}
+            self.contexts = []
+        if len(self.answer) > limits[1]:
+            reason = (f"answer of {len(self.answer)} characters is over the local judge's "
+                      f"limit of {limits[1]} (max_answer_chars)")
+            self.skipped[Metric.FAITHFULNESS] = MetricResult(None, MetricStatus.SKIPPED, reason)
+        self.requested = metrics
+        self.metrics = metrics - self.skipped.keys()
         self.evidence: Evidence = build_evidence(self.contexts)
         # Hedged but committal ("I'm not sure of the day, but it opened in 1889") is
         # an answer: an evasion states no number.
@@ -132,7 +165,7 @@ class _Record:
             t.kind is Kind.NUMBER for t in content_tokens(self.answer))
         # A bare "1931" states something only together with its question.
         self.short = bool(self.question) and not self.refusal and is_short(self.answer)
-        if self.refusal:
+        if self.refusal or Metric.FAITHFULNESS not in self.metrics:
             self.statements = []
         elif self.short:
             self.statements = [framed_statement(self.question, self.answer)]
@@ -167,6 +200,7 @@ class _Record:
         if Metric.CONTEXT_RELEVANCE in self.metrics:
             results[Metric.CONTEXT_RELEVANCE], kept = self._context_relevance(
                 vec, sentence_vectors)
+        results |= {m: r for m, r in self.skipped.items() if m in self.requested}
         return Scores(judge="", results=results, statements=verdicts,
                       context_sentences=len(self.evidence.sentences), kept_sentences=kept)
 

@@ -88,8 +88,12 @@ def content_tokens(text: str) -> list[Token]:
 
 
 def _sentence_initial(text: str, at: int) -> bool:
-    before = text[:at].rstrip(" \t\"'“‘«(")
-    return not before or before[-1] in ".!?:;\n…。！？"
+    # A bounded look back: copying the whole prefix per token is quadratic.
+    start = max(0, at - 64)
+    before = text[start:at].rstrip(" \t\"'“‘«(")
+    if not before:
+        return start == 0
+    return before[-1] in ".!?:;\n…。！？"
 
 
 def vague_count(text: str) -> int:
