@@ -25,12 +25,11 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from results_file import write_results
-
 from ragas_trace.cli.eval_cmd import evaluate, load_cases, preference_point
 from ragas_trace.judges.local import Embedder, LocalJudge
 from ragas_trace.judges.local.lexicon import STOPWORDS
 from ragas_trace.metrics.sentences import split_sentences
+from results_file import write_results
 
 TESTS = Path(__file__).resolve().parents[1] / "tests" / "judges" / "local"
 DATASETS = {"public": TESTS / "data" / "public_pairs.jsonl",

@@ -17,10 +17,9 @@ import time
 from pathlib import Path
 from typing import Any
 
-from results_file import write_results
-
 from ragas_trace.judges.local import Embedder, LocalJudge
 from ragas_trace.judges.local.judge import MAX_CONTEXT_CHARS
+from results_file import write_results
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "wikieval-50.json"
 LONG = 200_000

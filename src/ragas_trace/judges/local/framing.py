@@ -14,8 +14,18 @@ import re
 from dataclasses import dataclass
 
 from ragas_trace.judges.local.embedder import Vectors
-from ragas_trace.judges.local.evidence import ContextSentence, Evidence
-from ragas_trace.judges.local.lexicon import CJK_FUNCTION_CHARS, CJK_QUESTION_CHARS
+from ragas_trace.judges.local.evidence import (
+    PAIR_DISCOUNT,
+    ContextSentence,
+    Evidence,
+    with_antecedents,
+)
+from ragas_trace.judges.local.lexicon import (
+    CJK_FUNCTION_CHARS,
+    CJK_QUESTION_CHARS,
+    expectations,
+)
+from ragas_trace.judges.local.scoring import meets
 from ragas_trace.judges.local.tokens import (
     Kind,
     RarityFn,
@@ -93,9 +103,24 @@ def framed_support(question: str, q_vector: Vectors, answer: str, evidence: Evid
                        if t.key not in answer_keys and not skip.intersection(t.key)]
     lexical = FRAME_LEXICAL_CJK if cjk else FRAME_LEXICAL
     cosines = sentence_vectors @ q_vector
-    frames = [float(c) + lexical * _share(question_tokens, s.vocabulary, rarity)
-              for s, c in zip(evidence.sentences, cosines, strict=True)]
-    best = max(frames)
+    # A sentence that refers back ("Its founder, Ingrid Solberg, ...") is also read
+    # with the one before it, which names what the question asks about.
+    paired = with_antecedents(evidence, sentence_vectors) @ q_vector - PAIR_DISCOUNT
+    frames = []
+    for i, s in enumerate(evidence.sentences):
+        frame = float(cosines[i]) + lexical * _share(question_tokens, s.vocabulary, rarity)
+        if s.refers_back:
+            both = Vocabulary(_antecedent_tokens(evidence, i))
+            frame = max(frame, float(paired[i])
+                        + lexical * _share(question_tokens, both, rarity) - PAIR_DISCOUNT)
+        frames.append(frame)
+    # The best sentence for the question among those that could answer it: for
+    # "Who founded it?" one with a name in it besides the question's own.
+    asked = Vocabulary(content_tokens(question))
+    kinds = expectations(question)
+    able = [f for f, s in zip(frames, evidence.sentences, strict=True)
+            if all(meets(k, [t for t in s.tokens if t not in asked]) for k in kinds)]
+    best = max(able or frames)
     holding = [i for i, s in enumerate(evidence.sentences)
                if present and _share(present, s.vocabulary, rarity) >= 0.5]
     if not holding:
@@ -132,3 +157,13 @@ def _nearness(sentence: ContextSentence, answer_keys: set[str], question_tokens:
         return 1.0
     near = sum(wanted[k] for k, i in found.items() if min(abs(i - j) for j in at) <= window)
     return near / total
+
+
+def _antecedent_tokens(evidence: Evidence, at: int) -> list[Token]:
+    """The sentence's tokens and those of the sentences it refers back through
+    ("It started ... . Its founder ..." reaches the sentence naming "it")."""
+    tokens = list(evidence.sentences[at].tokens)
+    while at and evidence.sentences[at].refers_back:
+        at -= 1
+        tokens += evidence.sentences[at].tokens
+    return tokens

@@ -36,7 +36,6 @@ from ragas_trace.results import (
     StatementVerdict,
 )
 
-
 # Past these, the token matching and the embedding of every sentence would take
 # longer than a per-record timeout (measured: bench/local_judge_long_inputs.py).
 MAX_CONTEXT_CHARS = 12_000  # ~2,000 words: three 630-word passages

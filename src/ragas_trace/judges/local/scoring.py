@@ -15,7 +15,7 @@ import numpy as np
 
 from ragas_trace.judges.local.comparisons import reversed_comparisons
 from ragas_trace.judges.local.embedder import Vectors
-from ragas_trace.judges.local.evidence import Evidence
+from ragas_trace.judges.local.evidence import PAIR_DISCOUNT, Evidence, with_antecedents
 from ragas_trace.judges.local.lexicon import (
     CJK_FUNCTION_CHARS,
     COMPARISON,
@@ -43,10 +43,12 @@ SIM_FLOOR, SIM_FULL = 0.30, 0.65
 NEED_FLOOR, NEED_FULL = 0.30, 0.60
 ANSWER_FLOOR, ANSWER_FULL = 0.20, 0.70
 MISSING_FACT_FACTOR = 0.25  # per number or name absent from the context
+# An invented name or number must not make an answer look more to the point than the
+# grounded one it replaces: a mild discount each (faithfulness judges it in full).
+UNSUPPORTED_FACT_FACTOR = 0.8
 VAGUE_FACTOR = 0.75  # per placeholder word ("someone", "something") in an answer
 UNMET_EXPECTATION_FACTOR = 0.5  # a "when" question answered without any date...
 LEXICAL_WEIGHT = 0.2  # share of the question's terms a context sentence contains
-PAIR_DISCOUNT = 0.05  # a pronoun-led sentence read with the one before it
 LACKS_EXPECTED_PENALTY = 0.15  # a sentence without the kind of fact the question asks
 RELATIVE_FLOOR, RELATIVE_FULL = 0.30, 0.10  # needed: within 0.1 of the best sentence
 
@@ -145,6 +147,7 @@ def answer_relevance(
            if t not in question_vocabulary and normalise(t.text) not in VAGUE_WORDS
            and not CJK_FUNCTION_CHARS.intersection(t.text)]
     supported = new if grounded is None else [t for t in new if t in grounded]
+    invented = [t for t in new if t.kind is not Kind.WORD and t not in supported]
     new_weight = _weighted(supported, rarity)
     informativeness = new_weight / (new_weight + 1.0)
     options = alternatives(question)
@@ -152,13 +155,14 @@ def answer_relevance(
     if chooses:  # "Jupiter or Saturn?" - "Jupiter is": picking one is the answer
         informativeness = 1.0
     vague = vague_count(answer)
-    unmet = [kind for kind in expectations(question) if not _meets(kind, new)]
+    unmet = [kind for kind in expectations(question) if not meets(kind, new)]
     value = closeness * (0.5 + 0.5 * informativeness) * VAGUE_FACTOR ** vague \
-        * UNMET_EXPECTATION_FACTOR ** len(unmet)
+        * UNMET_EXPECTATION_FACTOR ** len(unmet) * UNSUPPORTED_FACT_FACTOR ** len(invented)
     parts = [f"question-answer similarity {similarity:.2f}",
              f"supported new content weight {new_weight:.1f}"]
-    if len(supported) < len(new):
-        parts.append(f"{len(new) - len(supported)} new term(s) not in the context")
+    if invented:
+        parts.append("names or numbers not in the context: "
+                     + ", ".join(t.text for t in invented))
     if chooses:
         parts.append("picks one of the alternatives asked about")
     if vague:
@@ -185,7 +189,8 @@ def _chooses(answer: str, tokens: Sequence[Token], options: tuple[str, str]) -> 
     return False
 
 
-def _meets(kind: Expects, new: Sequence[Token]) -> bool:
+def meets(kind: Expects, new: Sequence[Token]) -> bool:
+    """Whether the tokens hold the kind of fact a question asks for."""
     if kind is Expects.NUMBER:
         return any(t.kind is Kind.NUMBER for t in new)
     if kind is Expects.NAME:
@@ -204,13 +209,7 @@ def sentence_need(
     that part. The relative test matters where the model compresses similarities
     (Chinese), so that everything looks alike in absolute terms."""
     needs = [0.0] * len(evidence.sentences)
-    # "It was completed in 1889." says what it says only after the sentence naming "it":
-    # judged also as that pair, a little below its own cosine.
-    paired = vectors.copy()
-    for i, sentence in enumerate(evidence.sentences):
-        if sentence.continues and i:
-            paired[i] = vectors[i - 1] + vectors[i]
-            paired[i] /= max(float(np.linalg.norm(paired[i])), 1e-12)
+    paired = with_antecedents(evidence, vectors)
     for question, q_vector in questions:
         question_tokens = content_tokens(question)
         total = _weighted(question_tokens, rarity)
@@ -227,7 +226,7 @@ def sentence_need(
         asked = Vocabulary(question_tokens)
         bearing = [b - LACKS_EXPECTED_PENALTY * sum(
                        1 for kind in kinds
-                       if not _meets(kind, [t for t in sentence.tokens if t not in asked]))
+                       if not meets(kind, [t for t in sentence.tokens if t not in asked]))
                    for b, sentence in zip(bearing, evidence.sentences, strict=True)]
         best = max(bearing, default=0.0)
         needs = [max(need, min(_ramp(b, NEED_FLOOR, NEED_FULL),
