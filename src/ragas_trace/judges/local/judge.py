@@ -155,6 +155,9 @@ class _Record:
             reason = (f"answer of {len(self.answer)} characters is over the local judge's "
                       f"limit of {limits[1]} (max_answer_chars)")
             self.skipped[Metric.FAITHFULNESS] = MetricResult(None, MetricStatus.SKIPPED, reason)
+            # The embedding reads the first 256 word pieces only; so does the rest of
+            # answer relevance, which keeps its time bounded.
+            self.answer = self.answer[:limits[1]]
         self.requested = metrics
         self.metrics = metrics - self.skipped.keys()
         self.evidence: Evidence = build_evidence(self.contexts)
