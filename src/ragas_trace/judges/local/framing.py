@@ -10,7 +10,9 @@ best match for the question, by embedding and by the question's own terms.
 
 from __future__ import annotations
 
+import math
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from ragas_trace.judges.local.embedder import Vectors
@@ -74,11 +76,25 @@ def framed_statement(question: str, answer: str) -> str:
     return f"{question.strip().rstrip('?？ ')}: {answer.strip()}"
 
 
-def _share(tokens: list[Token], vocabulary: Vocabulary, rarity: RarityFn) -> float:
-    total = sum(weight(t, rarity) for t in tokens)
+def _share(tokens: list[Token], vocabulary: Vocabulary, weigh: Callable[[Token], float]
+           ) -> float:
+    total = sum(weigh(t) for t in tokens)
     if not total:
         return 0.0
-    return sum(weight(t, rarity) for t in tokens if t in vocabulary) / total
+    return sum(weigh(t) for t in tokens if t in vocabulary) / total
+
+
+def _specificity(tokens: list[Token], evidence: Evidence, rarity: RarityFn
+                 ) -> Callable[[Token], float]:
+    """Weights for the question's terms: by rarity, and by how few context sentences
+    hold them (the topic, "Normans" in a passage about them, tells no sentence from
+    another; "religion" does)."""
+    n = len(evidence.sentences)
+    found = {t.key: max(1, sum(1 for s in evidence.sentences if t in s.vocabulary))
+             for t in tokens}
+    scale = math.log(1 + n)
+    return lambda t: weight(t, rarity) * (
+        math.log(1 + n / found.get(t.key, 1)) / scale if n > 1 else 1.0)
 
 
 def _ramp(value: float, low: float, high: float) -> float:
@@ -96,23 +112,27 @@ def framed_support(question: str, q_vector: Vectors, answer: str, evidence: Evid
     missing = [t for t in answer_tokens if t not in evidence.vocabulary]
     missing_facts = [t for t in missing if t.kind is not Kind.WORD]
     present = [t for t in answer_tokens if t not in missing]
-    coverage = _share(answer_tokens, evidence.vocabulary, rarity)
+    def by_rarity(t: Token) -> float:
+        return weight(t, rarity)
+
+    coverage = _share(answer_tokens, evidence.vocabulary, by_rarity)
     cjk = bool(_CJK.search(question))
     skip = CJK_FUNCTION_CHARS | CJK_QUESTION_CHARS
     question_tokens = [t for t in content_tokens(question)
                        if t.key not in answer_keys and not skip.intersection(t.key)]
     lexical = FRAME_LEXICAL_CJK if cjk else FRAME_LEXICAL
+    specific = _specificity(question_tokens, evidence, rarity)
     cosines = sentence_vectors @ q_vector
     # A sentence that refers back ("Its founder, Ingrid Solberg, ...") is also read
     # with the one before it, which names what the question asks about.
     paired = with_antecedents(evidence, sentence_vectors) @ q_vector - PAIR_DISCOUNT
     frames = []
     for i, s in enumerate(evidence.sentences):
-        frame = float(cosines[i]) + lexical * _share(question_tokens, s.vocabulary, rarity)
+        frame = float(cosines[i]) + lexical * _share(question_tokens, s.vocabulary, specific)
         if s.refers_back:
             both = Vocabulary(_antecedent_tokens(evidence, i))
             frame = max(frame, float(paired[i])
-                        + lexical * _share(question_tokens, both, rarity) - PAIR_DISCOUNT)
+                        + lexical * _share(question_tokens, both, specific) - PAIR_DISCOUNT)
         frames.append(frame)
     # The best sentence for the question among those that could answer it: for
     # "Who founded it?" one with a name in it besides the question's own.
@@ -121,15 +141,16 @@ def framed_support(question: str, q_vector: Vectors, answer: str, evidence: Evid
     able = [f for f, s in zip(frames, evidence.sentences, strict=True)
             if all(meets(k, [t for t in s.tokens if t not in asked]) for k in kinds)]
     best = max(able or frames)
+    # Held by the sentence's own words, not by the names a pronoun in it refers to.
     holding = [i for i, s in enumerate(evidence.sentences)
-               if present and _share(present, s.vocabulary, rarity) >= 0.5]
+               if present and _share(present, Vocabulary(s.tokens), by_rarity) >= 0.5]
     if not holding:
         return FramedSupport(0.0, 0.0, "the answer's words are not together in any "
                              "context sentence")
     at = max(holding, key=frames.__getitem__)
     placement = _ramp(frames[at], best - FRAME_NONE, best - FRAME_FULL) \
         * _ramp(frames[at], FRAME_FLOOR, FRAME_ENOUGH)
-    nearness = _nearness(evidence.sentences[at], answer_keys, question_tokens, rarity,
+    nearness = _nearness(evidence.sentences[at], answer_keys, question_tokens, specific,
                          WINDOW_TOKENS_CJK if cjk else WINDOW_TOKENS)
     degree = coverage * placement * (0.5 + 0.5 * nearness) \
         * MISSING_FACT_FACTOR ** len(missing_facts)
@@ -144,19 +165,22 @@ def framed_support(question: str, q_vector: Vectors, answer: str, evidence: Evid
 
 
 def _nearness(sentence: ContextSentence, answer_keys: set[str], question_tokens: list[Token],
-              rarity: RarityFn, window: int) -> float:
+              weigh: Callable[[Token], float], window: int) -> float:
     """Of the question's terms in the sentence, the weighted share that stand within
     ``window`` content tokens of the answer's own tokens there (1.0 when the sentence
     has none of them: nothing to tell the facts apart)."""
     tokens = sentence.tokens
     at = [i for i, t in enumerate(tokens) if t.key in answer_keys]
-    wanted = {t.key: weight(t, rarity) for t in question_tokens}
-    found = {t.key: i for i, t in enumerate(tokens) if t.key in wanted}
-    total = sum(wanted[k] for k in found)
-    if not at or not total:
+    wanted = {t.key: weigh(t) for t in question_tokens}
+    distance: dict[str, int] = {}
+    for i, t in enumerate(tokens):
+        if t.key in wanted and at:
+            distance[t.key] = min(distance.get(t.key, len(tokens)),
+                                  min(abs(i - j) for j in at))
+    total = sum(wanted[k] for k in distance)
+    if not total:
         return 1.0
-    near = sum(wanted[k] for k, i in found.items() if min(abs(i - j) for j in at) <= window)
-    return near / total
+    return sum(wanted[k] for k, d in distance.items() if d <= window) / total
 
 
 def _antecedent_tokens(evidence: Evidence, at: int) -> list[Token]:

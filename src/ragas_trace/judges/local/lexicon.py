@@ -89,11 +89,18 @@ class Expects(Enum):
 
 
 _EXPECTATIONS: tuple[tuple[re.Pattern[str], Expects], ...] = (
-    (re.compile(r"\b(when|what\s+year|which\s+year|how\s+(many|much|long|old|tall|far"
-                r"|high|big|large|often))\b|\b(wann|wie\s+(viele?|lange|alt|hoch|groß|oft"
-                r"|weit))\b|什么时候|何时|哪一?年|多少|几|多久|多高|多大", re.IGNORECASE),
+    (re.compile(r"\b(when|(what|which)\s+(year|century|decade|date)|how\s+(many|much|long"
+                r"|old|tall|far|high|big|large|often))\b|\b(wann|in\s+welchem\s+(jahr|jahrhundert)"
+                r"|wie\s+(viele?|lange|alt|hoch|groß|oft|weit))\b"
+                r"|\b(cuándo|en\s+qué\s+año|cu[áa]nt[oa]s?|quand|en\s+quelle\s+année|combien)\b"
+                r"|什么时候|何时|哪一?年|多少|几|多久|多高|多大", re.IGNORECASE),
      Expects.NUMBER),
-    (re.compile(r"\b(who|whom|whose|where)\b|\b(wer|wem|wen|wessen|wo|woher)\b|谁|哪里|哪儿|在哪",
+    # "What country ...?" asks for a name as "where" does.
+    (re.compile(r"\b(who|whom|whose|where|(what|which)\s+(country|city|town|river|state"
+                r"|island|mountain|company|king|queen|person|team))\b"
+                r"|\b(wer|wem|wen|wessen|wo|woher|(welche[rsmn]?|in\s+welche[rsmn]?)\s+"
+                r"(deutschen\s+)?(stadt|land|fluss|firma|person|staat))\b"
+                r"|\b(quién|dónde|qui|où)\b|谁|哪里|哪儿|在哪",
                 re.IGNORECASE), Expects.NAME),
 )
 
