@@ -55,6 +55,37 @@ def test_a_short_answer_is_grounded_in_the_questions_frame(
     assert good.statements[0].supported and not bad.statements[0].supported
 
 
+# question, context, statement as the context has it, the same statement turned round
+NEGATIONS = [
+    ("Is Ferrovia Alta involved in the tunnel project?",
+     "Ferrovia Alta is the main contractor of the Varnholm tunnel project. It employs 900 "
+     "workers on the site.",
+     "Ferrovia Alta is the main contractor of the tunnel project.",
+     "Ferrovia Alta is not involved in the tunnel project."),
+    ("Ist die Firma Brandl am Tunnelbau beteiligt?",
+     "Die Firma Brandl ist nicht am Tunnelbau beteiligt. Sie baut nur die Zufahrtsstraße.",
+     "Die Firma Brandl ist nicht am Tunnelbau beteiligt.",
+     "Die Firma Brandl ist am Tunnelbau beteiligt."),
+    ("¿Participa la empresa Arvesa en la obra del túnel?",
+     "La empresa Arvesa no participa en la obra del túnel. Solo construye la carretera.",
+     "La empresa Arvesa no participa en la obra del túnel.",
+     "La empresa Arvesa participa en la obra del túnel."),
+    ("L'usine de Vaudrel est-elle ouverte le dimanche ?",
+     "L'usine de Vaudrel n'est jamais ouverte le dimanche. Elle ouvre du lundi au samedi.",
+     "L'usine de Vaudrel n'est jamais ouverte le dimanche.",
+     "L'usine de Vaudrel est ouverte le dimanche."),
+]
+
+
+@pytest.mark.parametrize(("question", "context", "kept", "turned"), NEGATIONS)
+def test_a_statement_the_context_negates_is_unsupported(
+        judge: LocalJudge, question: str, context: str, kept: str, turned: str) -> None:
+    good = judge.evaluate_sync(question, [context], kept, frozenset({F}))
+    bad = judge.evaluate_sync(question, [context], turned, frozenset({F}))
+    assert good.statements[0].supported and not bad.statements[0].supported, (good, bad)
+    assert "denies" in bad.statements[0].reason or "affirms" in bad.statements[0].reason
+
+
 REFUSALS = ["I don't know.", "I would rather not guess.", "Ich weiß es nicht.",
             "Das weiß ich leider nicht.", "Je ne sais pas.", "Je préfère ne pas deviner.",
             "No lo sé.", "No estoy seguro.", "我不知道。", "这个我不清楚。"]

@@ -24,6 +24,7 @@ from ragas_trace.judges.local.lexicon import (
     alternatives,
     expectations,
 )
+from ragas_trace.judges.local.negation import is_negated
 from ragas_trace.judges.local.tokens import (
     Kind,
     RarityFn,
@@ -74,8 +75,15 @@ def statement_support(
     sentence (or pair of adjacent sentences), times the share of its content words
     found in the context, divided down for each number or name the context lacks and
     for facts that occur only in sentences about something else."""
-    similarity = float(np.max(units @ vector)) if len(units) else 0.0
+    similarities = units @ vector
+    nearest = int(np.argmax(similarities)) if len(units) else -1
+    similarity = float(similarities[nearest]) if len(units) else 0.0
     closeness = _ramp(similarity, SIM_FLOOR, SIM_FULL)
+    # The nearest unit is one sentence or, past the sentences, a pair of neighbours.
+    n = len(evidence.sentences)
+    near_text = evidence.sentences[nearest].text if 0 <= nearest < n else " ".join(
+        s.text for s in evidence.sentences[nearest - n:nearest - n + 2])
+    denies = nearest >= 0 and is_negated(statement) != is_negated(near_text)
     tokens = content_tokens(statement)
     missing = [t for t in tokens if t not in evidence.vocabulary]
     missing_facts = [t for t in missing if t.kind is not Kind.WORD]
@@ -86,8 +94,12 @@ def statement_support(
     turned = [name for clause in clauses(statement)
               for name in reversed_comparisons(clause, evidence.comparisons)]
     degree = closeness * coverage * placement \
-        * MISSING_FACT_FACTOR ** (len(missing_facts) + len(turned))
+        * MISSING_FACT_FACTOR ** (len(missing_facts) + len(turned) + denies)
     parts = [f"closest context similarity {similarity:.2f}"]
+    if denies:
+        parts.append("the closest context sentence "
+                     + ("affirms what it denies" if is_negated(statement) else
+                        "denies what it affirms"))
     if missing_facts:
         parts.append("not in the context: " + ", ".join(t.text for t in missing_facts))
     if coverage < 1.0:
