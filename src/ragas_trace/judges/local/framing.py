@@ -84,6 +84,15 @@ def _share(tokens: list[Token], vocabulary: Vocabulary, weigh: Callable[[Token],
     return sum(weigh(t) for t in tokens if t in vocabulary) / total
 
 
+def _held(tokens: list[Token], sentence: tuple[Token, ...], weigh: Callable[[Token], float]
+          ) -> float:
+    own = Vocabulary(sentence)
+    total = sum(weigh(t) for t in tokens)
+    found = sum(weigh(t) for t in tokens
+                if (t.key in own.keys if t.kind is not Kind.WORD else t in own))
+    return found / total if total else 0.0
+
+
 def _specificity(tokens: list[Token], evidence: Evidence, rarity: RarityFn
                  ) -> Callable[[Token], float]:
     """Weights for the question's terms: by rarity, and by how few context sentences
@@ -105,7 +114,10 @@ def framed_support(question: str, q_vector: Vectors, answer: str, evidence: Evid
                    sentence_vectors: Vectors, rarity: RarityFn) -> FramedSupport | None:
     """Support of "question: answer" by the context; ``None`` when the answer has no
     content token to look for (a bare "yes")."""
-    answer_tokens = content_tokens(answer)
+    # Read as the continuation of the question's sentence: "France" is a name there,
+    # not a sentence-initial word.
+    answer_tokens = content_tokens(answer) if _CJK.search(answer) else \
+        [t for t in content_tokens("x " + answer) if t.start > 0]
     if not answer_tokens or not evidence.sentences:
         return None
     answer_keys = {t.key for t in answer_tokens}
@@ -142,8 +154,9 @@ def framed_support(question: str, q_vector: Vectors, answer: str, evidence: Evid
             if all(meets(k, [t for t in s.tokens if t not in asked]) for k in kinds)]
     best = max(able or frames)
     # Held by the sentence's own words, not by the names a pronoun in it refers to.
+    # A name or number must be there as it is: "France" is not held by "Francia".
     holding = [i for i, s in enumerate(evidence.sentences)
-               if present and _share(present, Vocabulary(s.tokens), by_rarity) >= 0.5]
+               if present and _held(present, s.tokens, by_rarity) >= 0.5]
     if not holding:
         return FramedSupport(0.0, 0.0, "the answer's words are not together in any "
                              "context sentence")
