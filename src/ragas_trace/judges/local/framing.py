@@ -58,7 +58,7 @@ MISSING_FACT_FACTOR = 0.25
 @dataclass(frozen=True, slots=True)
 class FramedSupport:
     degree: float  # how far the context supports the framed statement
-    bearing: float  # cosine of the question with the sentence that holds the answer
+    bearing: float  # how well the sentence holding the answer matches the question
     reason: str
 
 
@@ -174,7 +174,7 @@ def framed_support(question: str, q_vector: Vectors, answer: str, evidence: Evid
         parts.append("not in the context: " + ", ".join(t.text for t in missing_facts))
     if coverage < 1.0:
         parts.append(f"{coverage:.0%} of its content words are in the context")
-    return FramedSupport(degree, float(cosines[at]), "; ".join(parts))
+    return FramedSupport(degree, min(1.0, frames[at]), "; ".join(parts))
 
 
 def _nearness(sentence: ContextSentence, answer_keys: set[str], question_tokens: list[Token],
