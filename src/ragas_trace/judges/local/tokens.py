@@ -10,6 +10,7 @@ language the vocabulary covers).
 
 from __future__ import annotations
 
+import bisect
 import re
 import unicodedata
 from collections.abc import Callable, Iterable, Sequence
@@ -121,7 +122,9 @@ class Vocabulary:
 
     def __init__(self, tokens: Iterable[Token]) -> None:
         self.keys = frozenset(t.key for t in tokens)
-        self._matched: dict[str, bool] = {}  # the affix scan is linear: once per key
+        self._matched: dict[str, bool] = {}  # affix matches, once per key
+        self._sorted: list[str] | None = None
+        self._reversed: list[str] = []
 
     def __contains__(self, token: object) -> bool:
         if not isinstance(token, Token):
@@ -136,11 +139,22 @@ class Vocabulary:
         return known
 
     def _affix_match(self, key: str) -> bool:
-        return any(
-            len(k) > _MIN_STEM and (k.startswith(key) or key.startswith(k)
-                                    or k.endswith(key))  # Metalllettern ~ Lettern
-            for k in self.keys
-        )
+        """A key of more than ``_MIN_STEM`` characters that starts or ends with ``key``,
+        or that ``key`` starts with (Metalllettern ~ Lettern). Sorted lists, built on
+        first use, make each test a binary search instead of a scan of every key."""
+        if self._sorted is None:
+            long_keys = [k for k in self.keys if len(k) > _MIN_STEM]
+            self._sorted = sorted(long_keys)
+            self._reversed = sorted(k[::-1] for k in long_keys)
+        if _has_prefix(self._sorted, key) or _has_prefix(self._reversed, key[::-1]):
+            return True
+        return any(key[:i] in self.keys for i in range(_MIN_STEM + 1, len(key)))
+
+
+def _has_prefix(ordered: list[str], prefix: str) -> bool:
+    """Whether some string of the sorted list starts with ``prefix``."""
+    at = bisect.bisect_left(ordered, prefix)
+    return at < len(ordered) and ordered[at].startswith(prefix)
 
 
 RarityFn = Callable[[str], float]
