@@ -180,3 +180,21 @@ def test_an_answer_over_the_limit_skips_faithfulness_only() -> None:
 def test_limits_must_be_positive_integers(bad: object) -> None:
     with pytest.raises(ValueError, match="max_context_chars"):
         LocalJudge(max_context_chars=bad)  # type: ignore[arg-type]
+
+
+def test_a_metric_skipped_for_the_limit_shows_on_the_span() -> None:
+    from ragas_trace.exporters.evaluation_span import explanation
+    from ragas_trace.exporters.score_attributes import score_attributes
+    from ragas_trace.scorer.outcome import outcome_of
+
+    judge = LocalJudge(threads=1, max_context_chars=200)
+    context = "The Varnholm ferry line started service in 1958 with two boats. " * 4
+    scores = judge.evaluate_sync("When did the ferry line start service?", [context],
+                                 "It started service in 1958.")
+    attributes = score_attributes(outcome_of(scores, 0.1), "local", {})
+    assert attributes["ragas.faithfulness.status"] == "skipped"
+    assert attributes["ragas.context_relevance.status"] == "skipped"
+    assert "max_context_chars" in explanation(F, scores.result(F), scores)
+    # Not requested: nothing shown.
+    only = judge.evaluate_sync("When?", ["It started in 1958."], "1958.", frozenset({AR}))
+    assert "ragas.faithfulness.status" not in score_attributes(outcome_of(only, 0.1), "local", {})

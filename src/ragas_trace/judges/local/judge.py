@@ -146,14 +146,15 @@ class _Record:
         self.skipped: dict[Metric, MetricResult] = {}
         context_chars = sum(len(c) for c in self.contexts)
         if context_chars > limits[0]:
-            reason = (f"context of {context_chars} characters is over the local judge's "
-                      f"limit of {limits[0]} (max_context_chars)")
+            # Stable wording (no per-record count): reasons are low-cardinality labels.
+            reason = (f"context over the local judge's limit of {limits[0]} characters "
+                      "(max_context_chars)")
             self.skipped |= {m: MetricResult(None, MetricStatus.SKIPPED, reason)
                              for m in (Metric.FAITHFULNESS, Metric.CONTEXT_RELEVANCE)}
             self.contexts = []
         if len(self.answer) > limits[1]:
-            reason = (f"answer of {len(self.answer)} characters is over the local judge's "
-                      f"limit of {limits[1]} (max_answer_chars)")
+            reason = (f"answer over the local judge's limit of {limits[1]} characters "
+                      "(max_answer_chars)")
             self.skipped[Metric.FAITHFULNESS] = MetricResult(None, MetricStatus.SKIPPED, reason)
             # The embedding reads the first 256 word pieces only; so does the rest of
             # answer relevance, which keeps its time bounded.
