@@ -56,7 +56,7 @@ def explanation(metric: Metric, result: MetricResult, scores: Scores) -> str:
 def _metric_results(scores: Scores) -> Iterator[tuple[Metric, MetricResult]]:
     for metric in Metric:
         result = scores.result(metric)
-        if result.status is not MetricStatus.SKIPPED:
+        if result.status is not MetricStatus.SKIPPED or result.reason:
             yield metric, result
 
 

@@ -40,8 +40,8 @@ def score_attributes(outcome: Outcome, judge: str | None,
         return attrs
     for metric in Metric:
         result = scores.result(metric)
-        if result.status is MetricStatus.SKIPPED:
-            continue
+        if result.status is MetricStatus.SKIPPED and not result.reason:
+            continue  # not requested; a skip with a reason (an input limit) is shown
         if result.value is not None:
             attrs[sc.metric_attribute(metric)] = result.value
             attrs[sc.metric_label_attribute(metric)] = label(

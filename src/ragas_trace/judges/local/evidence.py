@@ -7,7 +7,10 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+import numpy as np
+
 from ragas_trace.judges.local.comparisons import Comparison, comparisons
+from ragas_trace.judges.local.embedder import Vectors
 from ragas_trace.judges.local.tokens import Kind, Token, Vocabulary, content_tokens
 from ragas_trace.metrics.sentences import split_sentences
 
@@ -17,6 +20,12 @@ from ragas_trace.metrics.sentences import split_sentences
 _SUBJECT_PRONOUN = re.compile(
     r"^\W*(he|she|it|they|this|these|er|sie|es|dies|diese[rs]?)\b|^\W*[他她它]",
     re.IGNORECASE)
+# Openers that refer back without making the sentence's subject the previous one's:
+# possessives ("Its founder, ...") and French and Spanish subject pronouns.
+_REFERS_BACK = re.compile(
+    r"^\W*(its|his|her|their|sein[e]?|ihr[e]?|il|elle|ils|elles|son|sa|ses|leur|lo|la|"
+    r"su|sus|él|ella)\b|^\W*其", re.IGNORECASE)
+PAIR_DISCOUNT = 0.05  # a sentence read with the one before it counts a little less
 
 
 @dataclass(frozen=True)
@@ -24,6 +33,8 @@ class ContextSentence:
     text: str
     tokens: tuple[Token, ...]
     vocabulary: Vocabulary  # own tokens plus names a pronoun refers back to
+    continues: bool = False  # opens with a pronoun for the previous sentence's subject
+    refers_back: bool = False  # opens with any word pointing at the previous sentence
 
 
 @dataclass(frozen=True)
@@ -46,9 +57,25 @@ def build_evidence(contexts: Sequence[str]) -> Evidence:
         previous_names: tuple[Token, ...] = ()
         for text in split_sentences(passage):
             tokens = tuple(content_tokens(text))
-            referred = previous_names if _SUBJECT_PRONOUN.search(text) else ()
-            sentences.append(ContextSentence(text, tokens, Vocabulary(tokens + referred)))
+            continues = bool(_SUBJECT_PRONOUN.search(text)) and bool(previous_names)
+            referred = previous_names if continues else ()
+            refers_back = bool(previous_names) and (
+                continues or bool(_REFERS_BACK.search(text)))
+            sentences.append(ContextSentence(text, tokens, Vocabulary(tokens + referred),
+                                             continues, refers_back))
             names = tuple(t for t in tokens if t.kind is Kind.NAME or t.text[:1].isupper())
             previous_names = names or previous_names
             every.extend(tokens)
     return Evidence(tuple(sentences), Vocabulary(every), tuple(compared))
+
+
+def with_antecedents(evidence: Evidence, vectors: Vectors) -> Vectors:
+    """Sentence vectors where a sentence that refers back ("It was completed in 1889.")
+    is read together with the one before it (normalised sum): it says what it says
+    only after the sentence naming "it"."""
+    paired = vectors.copy()
+    for i, sentence in enumerate(evidence.sentences):
+        if sentence.refers_back and i:
+            paired[i] = vectors[i - 1] + vectors[i]
+            paired[i] /= max(float(np.linalg.norm(paired[i])), 1e-12)
+    return paired

@@ -17,6 +17,12 @@ import numpy as np
 from ragas_trace._internal_errors import record_internal_error
 from ragas_trace.judges.local.embedder import MODEL_ID, Embedder, ModelIntegrityError, Vectors
 from ragas_trace.judges.local.evidence import Evidence, build_evidence
+from ragas_trace.judges.local.framing import (
+    FramedSupport,
+    framed_statement,
+    framed_support,
+    is_short,
+)
 from ragas_trace.judges.local.lexicon import is_noncommittal, question_parts
 from ragas_trace.judges.local.scoring import answer_relevance, sentence_need, statement_support
 from ragas_trace.judges.local.tokens import Kind, content_tokens
@@ -30,17 +36,34 @@ from ragas_trace.results import (
     StatementVerdict,
 )
 
+# Past these, the token matching and the embedding of every sentence would take
+# longer than a per-record timeout (measured: bench/local_judge_long_inputs.py).
+MAX_CONTEXT_CHARS = 12_000  # ~2,000 words: three 630-word passages
+MAX_ANSWER_CHARS = 4_000
+
 
 class LocalJudge:
     """Scores records with all-MiniLM-L6-v2 (int8 ONNX) and token grounding.
 
     ``threads``: onnxruntime threads (default: env ``RAGAS_TRACE_LOCAL_THREADS``, else
     half the cores). The model loads on first use, or call ``load()`` up front.
+
+    Time per record is bounded by two limits: over ``max_context_chars`` of context
+    (all passages together), faithfulness and context relevance are ``skipped`` with
+    the limit as the reason, and answer relevance is scored without the context; over
+    ``max_answer_chars`` of answer, faithfulness is ``skipped``.
     """
 
-    def __init__(self, *, threads: int | None = None, embedder: Embedder | None = None) -> None:
+    def __init__(self, *, threads: int | None = None, embedder: Embedder | None = None,
+                 max_context_chars: int = MAX_CONTEXT_CHARS,
+                 max_answer_chars: int = MAX_ANSWER_CHARS) -> None:
         if embedder is not None and threads is not None:
             raise ValueError("threads: set it on the embedder you pass, not on the judge")
+        for name, value in (("max_context_chars", max_context_chars),
+                            ("max_answer_chars", max_answer_chars)):
+            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+                raise ValueError(f"{name} must be a positive integer, got {value!r}")
+        self._limits = (max_context_chars, max_answer_chars)
         self._embedder = embedder or Embedder(threads=threads)
         self._executor: ThreadPoolExecutor | None = None
         self._executor_lock = threading.Lock()
@@ -86,7 +109,8 @@ class LocalJudge:
         """The blocking form of ``evaluate``, for callers outside an event loop."""
         started = time.perf_counter()
         try:
-            scores = _Record(self._embedder, question, contexts, answer, metrics).score()
+            scores = _Record(self._embedder, question, contexts, answer, metrics,
+                             self._limits).score()
         except (ImportError, ModelIntegrityError) as exc:
             scores = self._failed(metrics, f"local model unavailable: {exc}")
         except Exception as exc:  # our bug: count it, never invent a score
@@ -112,19 +136,44 @@ class _Record:
     """One record being scored: gathers every text to embed, embeds once, scores."""
 
     def __init__(self, embedder: Embedder, question: str | None, contexts: Sequence[str],
-                 answer: str | None, metrics: frozenset[Metric]) -> None:
+                 answer: str | None, metrics: frozenset[Metric],
+                 limits: tuple[int, int] = (MAX_CONTEXT_CHARS, MAX_ANSWER_CHARS)) -> None:
         self.embedder = embedder
         self.question = (question or "").strip()
         self.answer = (answer or "").strip()
         passages = [contexts] if isinstance(contexts, str) else contexts  # one passage
         self.contexts = [c for c in passages if isinstance(c, str) and c.strip()]
-        self.metrics = metrics
+        self.skipped: dict[Metric, MetricResult] = {}
+        context_chars = sum(len(c) for c in self.contexts)
+        if context_chars > limits[0]:
+            # Stable wording (no per-record count): reasons are low-cardinality labels.
+            reason = (f"context over the local judge's limit of {limits[0]} characters "
+                      "(max_context_chars)")
+            self.skipped |= {m: MetricResult(None, MetricStatus.SKIPPED, reason)
+                             for m in (Metric.FAITHFULNESS, Metric.CONTEXT_RELEVANCE)}
+            self.contexts = []
+        if len(self.answer) > limits[1]:
+            reason = (f"answer over the local judge's limit of {limits[1]} characters "
+                      "(max_answer_chars)")
+            self.skipped[Metric.FAITHFULNESS] = MetricResult(None, MetricStatus.SKIPPED, reason)
+            # The embedding reads the first 256 word pieces only; so does the rest of
+            # answer relevance, which keeps its time bounded.
+            self.answer = self.answer[:limits[1]]
+        self.requested = metrics
+        self.metrics = metrics - self.skipped.keys()
         self.evidence: Evidence = build_evidence(self.contexts)
         # Hedged but committal ("I'm not sure of the day, but it opened in 1889") is
         # an answer: an evasion states no number.
         self.refusal = bool(self.answer) and is_noncommittal(self.answer) and not any(
             t.kind is Kind.NUMBER for t in content_tokens(self.answer))
-        self.statements = split_sentences(self.answer) if not self.refusal else []
+        # A bare "1931" states something only together with its question.
+        self.short = bool(self.question) and not self.refusal and is_short(self.answer)
+        if self.refusal or Metric.FAITHFULNESS not in self.metrics:
+            self.statements = []
+        elif self.short:
+            self.statements = [framed_statement(self.question, self.answer)]
+        else:
+            self.statements = split_sentences(self.answer)
         self.rarity = embedder.rarity
         self.question_parts = question_parts(self.question) \
             if Metric.CONTEXT_RELEVANCE in metrics else []
@@ -143,19 +192,25 @@ class _Record:
         kept: tuple[str, ...] = ()
         sentence_vectors = np.stack([vec(t) for t in self.evidence.texts]) \
             if self._context_needed() else np.zeros((0, 1), np.float32)
+        framed = framed_support(self.question, vec(self.question), self.answer, self.evidence,
+                                sentence_vectors, self.rarity) \
+            if self.short and self._context_needed() else None
         if Metric.FAITHFULNESS in self.metrics:
-            results[Metric.FAITHFULNESS], verdicts = self._faithfulness(vec, sentence_vectors)
+            results[Metric.FAITHFULNESS], verdicts = self._faithfulness(
+                vec, sentence_vectors, framed)
         if Metric.ANSWER_RELEVANCE in self.metrics:
-            results[Metric.ANSWER_RELEVANCE] = self._answer_relevance(vec)
+            results[Metric.ANSWER_RELEVANCE] = self._answer_relevance(vec, framed)
         if Metric.CONTEXT_RELEVANCE in self.metrics:
             results[Metric.CONTEXT_RELEVANCE], kept = self._context_relevance(
                 vec, sentence_vectors)
+        results |= {m: r for m, r in self.skipped.items() if m in self.requested}
         return Scores(judge="", results=results, statements=verdicts,
                       context_sentences=len(self.evidence.sentences), kept_sentences=kept)
 
     def _context_needed(self) -> bool:
         return bool(self.evidence.sentences) and (
             (Metric.FAITHFULNESS in self.metrics and bool(self.statements))
+            or (Metric.ANSWER_RELEVANCE in self.metrics and self.short)
             or (Metric.CONTEXT_RELEVANCE in self.metrics and bool(self.question)))
 
     def _texts_to_embed(self) -> list[str]:
@@ -167,7 +222,8 @@ class _Record:
                        *self.evidence.texts]
         return list(dict.fromkeys(t for t in wanted if t))
 
-    def _faithfulness(self, vec: _VecFn, sentence_vectors: Vectors
+    def _faithfulness(self, vec: _VecFn, sentence_vectors: Vectors,
+                      framed: FramedSupport | None
                       ) -> tuple[MetricResult, tuple[StatementVerdict, ...]]:
         if not self.answer:
             return MetricResult.unscored(MetricStatus.NO_ANSWER), ()
@@ -176,6 +232,9 @@ class _Record:
         if not self.statements:
             return MetricResult.unscored(
                 MetricStatus.NO_STATEMENTS, "the answer declines to answer"), ()
+        if framed is not None:
+            verdict = StatementVerdict(self.statements[0], framed.degree >= 0.5, framed.reason)
+            return MetricResult.scored(framed.degree), (verdict,)
         units = _with_adjacent_pairs(sentence_vectors)
         supports = [statement_support(s, vec(s), self.evidence, units, self.rarity)
                     for s in self.statements]
@@ -183,15 +242,21 @@ class _Record:
                          for s, sup in zip(self.statements, supports, strict=True))
         return MetricResult.scored(float(np.mean([s.degree for s in supports]))), verdicts
 
-    def _answer_relevance(self, vec: _VecFn) -> MetricResult:
+    def _answer_relevance(self, vec: _VecFn, framed: FramedSupport | None) -> MetricResult:
         if not self.question:
             return MetricResult.unscored(MetricStatus.NO_QUESTION)
         if not self.answer:
             return MetricResult.unscored(MetricStatus.NO_ANSWER)
         if self.refusal:
             return MetricResult(0.0, MetricStatus.SCORED, "noncommittal answer")
-        value, reason = answer_relevance(self.question, vec(self.question), self.answer,
-                                         vec(self.answer), self.rarity)
+        # A short answer taken from the context is as close to the question as the
+        # sentence it comes from, in so far as that sentence answers the question.
+        similarity = float(vec(self.question) @ vec(self.answer))
+        if framed is not None and framed.bearing > similarity:
+            similarity += (framed.bearing - similarity) * framed.degree
+        grounded = self.evidence.vocabulary if self.evidence.sentences else None
+        value, reason = answer_relevance(self.question, similarity, self.answer, grounded,
+                                         self.rarity)
         return MetricResult(min(1.0, max(0.0, value)), MetricStatus.SCORED, reason)
 
     def _context_relevance(self, vec: _VecFn, sentence_vectors: Vectors

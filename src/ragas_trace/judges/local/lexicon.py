@@ -1,5 +1,6 @@
-"""Small closed word lists the local judge needs (English, German, Chinese): function
-words, vague placeholders, noncommittal phrases and question types. Generic language
+"""Small closed word lists the local judge needs (English, German, Chinese; noncommittal
+phrases also French and Spanish): function words, vague placeholders, noncommittal
+phrases and question types. Generic language
 facts, not tuned to any data set."""
 
 from __future__ import annotations
@@ -35,6 +36,9 @@ januar februar märz mai juni juli oktober dezember
 CJK_FUNCTION_CHARS = frozenset(
     "的了是在有和与也都很就这那个里中上下它他她们我你之其为而及或被把对从到着过吗呢吧啊")
 
+# Chinese question words: a character pair containing one asks, it does not name.
+CJK_QUESTION_CHARS = frozenset("什么哪谁几怎何吗呢")
+
 # Placeholders that stand in for the fact a question asks for.
 VAGUE_WORDS = frozenset("""
 someone somebody something somewhere somehow sometime sometimes some certain various
@@ -45,20 +49,34 @@ jemand etwas irgendwo irgendwie irgendwann einige manche verschiedene gewisse un
 
 VAGUE_CJK = re.compile("很多|一些|某些|某种|某个|有人|许多|各种|不同|某")
 
+# First-person evasions, per language. Not "it is not known when ...": that is a
+# statement about the world, which the context may or may not support.
 _NONCOMMITTAL = re.compile(
     r"\b(i\s+(do\s+not|don't|dont)\s+know|i\s+am\s+not\s+sure|i'm\s+not\s+sure|not\s+sure"
     r"|no\s+idea|cannot\s+(answer|say|tell|determine|find)|can't\s+(answer|say|tell|find)"
-    r"|unable\s+to\s+(answer|determine|find)|no\s+information|not\s+enough\s+information"
+    r"|unable\s+to\s+(answer|determine|find|say)|no\s+information|not\s+enough\s+information"
     r"|insufficient\s+information|does\s+not\s+(say|mention|contain)"
-    r"|doesn't\s+(say|mention|contain)|weiß\s+(ich\s+)?nicht|keine\s+ahnung"
-    r"|keine\s+informationen?|nicht\s+sicher|kann\s+(ich\s+)?(das\s+)?nicht\s+beantworten)\b"
-    r"|我不知道|不清楚|无法回答|不确定|没有相关信息|无法确定",
+    r"|doesn't\s+(say|mention|contain)|(would|'d)\s+rather\s+not\s+(guess|say|answer|speculate)"
+    r"|(prefer|like)\s+not\s+to\s+(guess|say|answer|speculate)|hard\s+to\s+say"
+    # German
+    r"|wei(ß|ss)\s+(?:(?:ich|es|das|leider|auch|wirklich|selbst|gar)\s+){0,3}nicht"
+    r"|keine\s+ahnung|keine\s+informationen?|nicht\s+sicher|kann\s+(ich\s+)?(das\s+|es\s+)?"
+    r"(leider\s+)?nicht\s+(beantworten|sagen)|lieber\s+nicht\s+(raten|sagen|spekulieren)"
+    # French
+    r"|je\s+ne\s+(le\s+)?sais\s+pas|j'en\s+sais\s+rien|aucune\s+id[ée]e"
+    r"|(je\s+ne\s+suis\s+)?pas\s+s[ûu]re?\b|je\s+ne\s+peux\s+pas\s+(r[ée]pondre|dire)"
+    r"|pr[ée]f[èe]re\s+ne\s+pas\s+(deviner|r[ée]pondre|dire)|pas\s+d'informations?"
+    # Spanish
+    r"|no\s+(lo\s+)?s[ée]\b|ni\s+idea|no\s+estoy\s+segur[oa]|no\s+(puedo|sabr[íi]a)\s+"
+    r"(responder|decir|contestar)|prefiero\s+no\s+(adivinar|responder|decir)"
+    r"|no\s+tengo\s+(informaci[óo]n|datos))\b"
+    r"|我不知道|不知道|不清楚|无法回答|不确定|没有相关信息|无法确定|不好说|不便回答|不想猜|我说不上来",
     re.IGNORECASE,
 )
 
 
 def is_noncommittal(answer: str) -> bool:
-    """Whether the answer evades ("I don't know", "keine Ahnung", "我不知道")."""
+    """Whether the answer evades ("I don't know", "keine Ahnung", "No lo sé", "我不知道")."""
     return bool(_NONCOMMITTAL.search(answer))
 
 
@@ -71,11 +89,18 @@ class Expects(Enum):
 
 
 _EXPECTATIONS: tuple[tuple[re.Pattern[str], Expects], ...] = (
-    (re.compile(r"\b(when|what\s+year|which\s+year|how\s+(many|much|long|old|tall|far"
-                r"|high|big|large|often))\b|\b(wann|wie\s+(viele?|lange|alt|hoch|groß|oft"
-                r"|weit))\b|什么时候|何时|哪一?年|多少|几|多久|多高|多大", re.IGNORECASE),
+    (re.compile(r"\b(when|(what|which)\s+(year|century|decade|date)|how\s+(many|much|long"
+                r"|old|tall|far|high|big|large|often))\b|\b(wann|in\s+welchem\s+(jahr|jahrhundert)"
+                r"|wie\s+(viele?|lange|alt|hoch|groß|oft|weit))\b"
+                r"|\b(cuándo|en\s+qué\s+año|cu[áa]nt[oa]s?|quand|en\s+quelle\s+année|combien)\b"
+                r"|什么时候|何时|哪一?年|多少|几|多久|多高|多大", re.IGNORECASE),
      Expects.NUMBER),
-    (re.compile(r"\b(who|whom|whose|where)\b|\b(wer|wem|wen|wessen|wo|woher)\b|谁|哪里|哪儿|在哪",
+    # "What country ...?" asks for a name as "where" does.
+    (re.compile(r"\b(who|whom|whose|where|(what|which)\s+(country|city|town|river|state"
+                r"|island|mountain|company|king|queen|person|team))\b"
+                r"|\b(wer|wem|wen|wessen|wo|woher|(welche[rsmn]?|in\s+welche[rsmn]?)\s+"
+                r"(deutschen\s+)?(stadt|land|fluss|firma|person|staat))\b"
+                r"|\b(quién|dónde|qui|où)\b|谁|哪里|哪儿|在哪",
                 re.IGNORECASE), Expects.NAME),
 )
 

@@ -15,7 +15,7 @@ import numpy as np
 
 from ragas_trace.judges.local.comparisons import reversed_comparisons
 from ragas_trace.judges.local.embedder import Vectors
-from ragas_trace.judges.local.evidence import Evidence
+from ragas_trace.judges.local.evidence import PAIR_DISCOUNT, Evidence, with_antecedents
 from ragas_trace.judges.local.lexicon import (
     CJK_FUNCTION_CHARS,
     COMPARISON,
@@ -24,6 +24,7 @@ from ragas_trace.judges.local.lexicon import (
     alternatives,
     expectations,
 )
+from ragas_trace.judges.local.negation import is_negated
 from ragas_trace.judges.local.tokens import (
     Kind,
     RarityFn,
@@ -43,9 +44,13 @@ SIM_FLOOR, SIM_FULL = 0.30, 0.65
 NEED_FLOOR, NEED_FULL = 0.30, 0.60
 ANSWER_FLOOR, ANSWER_FULL = 0.20, 0.70
 MISSING_FACT_FACTOR = 0.25  # per number or name absent from the context
+# An invented name or number must not make an answer look more to the point than the
+# grounded one it replaces: a mild discount each (faithfulness judges it in full).
+UNSUPPORTED_FACT_FACTOR = 0.8
 VAGUE_FACTOR = 0.75  # per placeholder word ("someone", "something") in an answer
 UNMET_EXPECTATION_FACTOR = 0.5  # a "when" question answered without any date...
 LEXICAL_WEIGHT = 0.2  # share of the question's terms a context sentence contains
+LACKS_EXPECTED_PENALTY = 0.15  # a sentence without the kind of fact the question asks
 RELATIVE_FLOOR, RELATIVE_FULL = 0.30, 0.10  # needed: within 0.1 of the best sentence
 
 
@@ -70,8 +75,15 @@ def statement_support(
     sentence (or pair of adjacent sentences), times the share of its content words
     found in the context, divided down for each number or name the context lacks and
     for facts that occur only in sentences about something else."""
-    similarity = float(np.max(units @ vector)) if len(units) else 0.0
+    similarities = units @ vector
+    nearest = int(np.argmax(similarities)) if len(units) else -1
+    similarity = float(similarities[nearest]) if len(units) else 0.0
     closeness = _ramp(similarity, SIM_FLOOR, SIM_FULL)
+    # The nearest unit is one sentence or, past the sentences, a pair of neighbours.
+    n = len(evidence.sentences)
+    near_text = evidence.sentences[nearest].text if 0 <= nearest < n else " ".join(
+        s.text for s in evidence.sentences[nearest - n:nearest - n + 2])
+    denies = nearest >= 0 and is_negated(statement) != is_negated(near_text)
     tokens = content_tokens(statement)
     missing = [t for t in tokens if t not in evidence.vocabulary]
     missing_facts = [t for t in missing if t.kind is not Kind.WORD]
@@ -82,8 +94,12 @@ def statement_support(
     turned = [name for clause in clauses(statement)
               for name in reversed_comparisons(clause, evidence.comparisons)]
     degree = closeness * coverage * placement \
-        * MISSING_FACT_FACTOR ** (len(missing_facts) + len(turned))
+        * MISSING_FACT_FACTOR ** (len(missing_facts) + len(turned) + denies)
     parts = [f"closest context similarity {similarity:.2f}"]
+    if denies:
+        parts.append("the closest context sentence "
+                     + ("affirms what it denies" if is_negated(statement) else
+                        "denies what it affirms"))
     if missing_facts:
         parts.append("not in the context: " + ", ".join(t.text for t in missing_facts))
     if coverage < 1.0:
@@ -126,12 +142,14 @@ def _placement(
 
 
 def answer_relevance(
-    question: str, q_vector: Vectors, answer: str, a_vector: Vectors, rarity: RarityFn
+    question: str, similarity: float, answer: str, grounded: Vocabulary | None,
+    rarity: RarityFn,
 ) -> tuple[float, str]:
     """Closeness of question and answer, discounted when the answer adds nothing the
     question did not already say, uses placeholders, or lacks the kind of fact the
-    question asks for (a date for "when", a name for "who")."""
-    similarity = float(q_vector @ a_vector)
+    question asks for (a date for "when", a name for "who"). What the answer adds
+    counts only where the context (``grounded``, when there is one) has it: content
+    the context lacks is never rewarded."""
     # A good answer is not a paraphrase of its question: its cosine with it reaches
     # ~0.7 at best, where the paper compares questions with questions.
     closeness = _ramp(similarity, ANSWER_FLOOR, ANSWER_FULL)
@@ -140,18 +158,23 @@ def answer_relevance(
     new = [t for t in answer_tokens
            if t not in question_vocabulary and normalise(t.text) not in VAGUE_WORDS
            and not CJK_FUNCTION_CHARS.intersection(t.text)]
-    new_weight = _weighted(new, rarity)
+    supported = new if grounded is None else [t for t in new if t in grounded]
+    invented = [t for t in new if t.kind is not Kind.WORD and t not in supported]
+    new_weight = _weighted(supported, rarity)
     informativeness = new_weight / (new_weight + 1.0)
     options = alternatives(question)
     chooses = options is not None and _chooses(answer, answer_tokens, options)
     if chooses:  # "Jupiter or Saturn?" - "Jupiter is": picking one is the answer
         informativeness = 1.0
     vague = vague_count(answer)
-    unmet = [kind for kind in expectations(question) if not _meets(kind, new)]
+    unmet = [kind for kind in expectations(question) if not meets(kind, new)]
     value = closeness * (0.5 + 0.5 * informativeness) * VAGUE_FACTOR ** vague \
-        * UNMET_EXPECTATION_FACTOR ** len(unmet)
+        * UNMET_EXPECTATION_FACTOR ** len(unmet) * UNSUPPORTED_FACT_FACTOR ** len(invented)
     parts = [f"question-answer similarity {similarity:.2f}",
-             f"new content weight {new_weight:.1f}"]
+             f"supported new content weight {new_weight:.1f}"]
+    if invented:
+        parts.append("names or numbers not in the context: "
+                     + ", ".join(t.text for t in invented))
     if chooses:
         parts.append("picks one of the alternatives asked about")
     if vague:
@@ -178,7 +201,8 @@ def _chooses(answer: str, tokens: Sequence[Token], options: tuple[str, str]) -> 
     return False
 
 
-def _meets(kind: Expects, new: Sequence[Token]) -> bool:
+def meets(kind: Expects, new: Sequence[Token]) -> bool:
+    """Whether the tokens hold the kind of fact a question asks for."""
     if kind is Expects.NUMBER:
         return any(t.kind is Kind.NUMBER for t in new)
     if kind is Expects.NAME:
@@ -197,15 +221,25 @@ def sentence_need(
     that part. The relative test matters where the model compresses similarities
     (Chinese), so that everything looks alike in absolute terms."""
     needs = [0.0] * len(evidence.sentences)
+    paired = with_antecedents(evidence, vectors)
     for question, q_vector in questions:
         question_tokens = content_tokens(question)
         total = _weighted(question_tokens, rarity)
+        similarities = np.maximum(vectors @ q_vector, paired @ q_vector - PAIR_DISCOUNT)
         bearing = [
             float(similarity) + LEXICAL_WEIGHT * (
                 _weighted([t for t in question_tokens if t in sentence.vocabulary], rarity)
                 / total if total else 0.0)
-            for sentence, similarity in zip(evidence.sentences, vectors @ q_vector, strict=True)
+            for sentence, similarity in zip(evidence.sentences, similarities, strict=True)
         ]
+        # "When was it completed?" is answered by the sentence with the date in it, not
+        # by the one that shares the most words with the question.
+        kinds = expectations(question)
+        asked = Vocabulary(question_tokens)
+        bearing = [b - LACKS_EXPECTED_PENALTY * sum(
+                       1 for kind in kinds
+                       if not meets(kind, [t for t in sentence.tokens if t not in asked]))
+                   for b, sentence in zip(bearing, evidence.sentences, strict=True)]
         best = max(bearing, default=0.0)
         needs = [max(need, min(_ramp(b, NEED_FLOOR, NEED_FULL),
                                _ramp(b, best - RELATIVE_FLOOR, best - RELATIVE_FULL)))

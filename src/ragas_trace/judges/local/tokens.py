@@ -10,6 +10,7 @@ language the vocabulary covers).
 
 from __future__ import annotations
 
+import bisect
 import re
 import unicodedata
 from collections.abc import Callable, Iterable, Sequence
@@ -88,8 +89,12 @@ def content_tokens(text: str) -> list[Token]:
 
 
 def _sentence_initial(text: str, at: int) -> bool:
-    before = text[:at].rstrip(" \t\"'“‘«(")
-    return not before or before[-1] in ".!?:;\n…。！？"
+    # A bounded look back: copying the whole prefix per token is quadratic.
+    start = max(0, at - 64)
+    before = text[start:at].rstrip(" \t\"'“‘«(")
+    if not before:
+        return start == 0
+    return before[-1] in ".!?:;\n…。！？"
 
 
 def vague_count(text: str) -> int:
@@ -117,6 +122,9 @@ class Vocabulary:
 
     def __init__(self, tokens: Iterable[Token]) -> None:
         self.keys = frozenset(t.key for t in tokens)
+        self._matched: dict[str, bool] = {}  # affix matches, once per key
+        self._sorted: list[str] | None = None
+        self._reversed: list[str] = []
 
     def __contains__(self, token: object) -> bool:
         if not isinstance(token, Token):
@@ -125,11 +133,28 @@ class Vocabulary:
             return True
         if token.kind is Kind.NUMBER or len(token.key) < _MIN_STEM + 1:
             return False
-        return any(
-            len(k) > _MIN_STEM and (k.startswith(token.key) or token.key.startswith(k)
-                                    or k.endswith(token.key))  # Metalllettern ~ Lettern
-            for k in self.keys
-        )
+        known = self._matched.get(token.key)
+        if known is None:
+            known = self._matched[token.key] = self._affix_match(token.key)
+        return known
+
+    def _affix_match(self, key: str) -> bool:
+        """A key of more than ``_MIN_STEM`` characters that starts or ends with ``key``,
+        or that ``key`` starts with (Metalllettern ~ Lettern). Sorted lists, built on
+        first use, make each test a binary search instead of a scan of every key."""
+        if self._sorted is None:
+            long_keys = [k for k in self.keys if len(k) > _MIN_STEM]
+            self._sorted = sorted(long_keys)
+            self._reversed = sorted(k[::-1] for k in long_keys)
+        if _has_prefix(self._sorted, key) or _has_prefix(self._reversed, key[::-1]):
+            return True
+        return any(key[:i] in self.keys for i in range(_MIN_STEM + 1, len(key)))
+
+
+def _has_prefix(ordered: list[str], prefix: str) -> bool:
+    """Whether some string of the sorted list starts with ``prefix``."""
+    at = bisect.bisect_left(ordered, prefix)
+    return at < len(ordered) and ordered[at].startswith(prefix)
 
 
 RarityFn = Callable[[str], float]

@@ -1,0 +1,206 @@
+"""Short answers read in the question's frame.
+
+The paper's statement step reads the question and the answer together: to "What year
+did the bridge open?" the answer "1931" states that the bridge opened in 1931. So a
+short answer is one statement, shown as "question: answer", and it is grounded when
+the context holds the answer's facts in a sentence that also answers the question:
+the answer's tokens must be there, and that sentence must be (about) the context's
+best match for the question, by embedding and by the question's own terms.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from ragas_trace.judges.local.embedder import Vectors
+from ragas_trace.judges.local.evidence import (
+    PAIR_DISCOUNT,
+    ContextSentence,
+    Evidence,
+    with_antecedents,
+)
+from ragas_trace.judges.local.lexicon import (
+    CJK_FUNCTION_CHARS,
+    CJK_QUESTION_CHARS,
+    expectations,
+)
+from ragas_trace.judges.local.scoring import meets
+from ragas_trace.judges.local.tokens import (
+    Kind,
+    RarityFn,
+    Token,
+    Vocabulary,
+    content_tokens,
+    weight,
+)
+
+SHORT_WORDS = 6  # a Latin-script answer of at most this many words and no full stop
+SHORT_CJK_CHARS = 24
+_CJK = re.compile(r"[\u3400-\u9fff]")
+_SENTENCE_END = re.compile(r"[.!?。！？]\s+\S")
+FRAME_LEXICAL = 0.5  # weight of the question's terms against the embedding's cosine
+# The embedding model is English-trained: on Chinese its cosines are mostly noise, so
+# there the question's own terms decide.
+FRAME_LEXICAL_CJK = 1.5
+# Near the answer: a sentence often holds several facts ("from Denmark ... who, under
+# their leader Rollo, ..."); the one the question asks about sits among its terms.
+WINDOW_TOKENS, WINDOW_TOKENS_CJK = 6, 12
+# The sentence holding the answer must come within 0.05 of the best sentence for the
+# question to count in full, and is not counted beyond 0.25 below it.
+FRAME_FULL, FRAME_NONE = 0.05, 0.25
+FRAME_FLOOR, FRAME_ENOUGH = 0.15, 0.40  # absolute: the sentence is about the question
+MISSING_FACT_FACTOR = 0.25
+
+
+@dataclass(frozen=True, slots=True)
+class FramedSupport:
+    degree: float  # how far the context supports the framed statement
+    bearing: float  # how well the sentence holding the answer matches the question
+    reason: str
+
+
+def is_short(answer: str) -> bool:
+    """A bare entity, number, date or phrase rather than a sentence of its own."""
+    text = answer.strip()
+    if not text or _SENTENCE_END.search(text):
+        return False
+    if _CJK.search(text):
+        return len(text) <= SHORT_CJK_CHARS
+    return len(text.split()) <= SHORT_WORDS
+
+
+def framed_statement(question: str, answer: str) -> str:
+    return f"{question.strip().rstrip('?？ ')}: {answer.strip()}"
+
+
+def _share(tokens: list[Token], vocabulary: Vocabulary, weigh: Callable[[Token], float]
+           ) -> float:
+    total = sum(weigh(t) for t in tokens)
+    if not total:
+        return 0.0
+    return sum(weigh(t) for t in tokens if t in vocabulary) / total
+
+
+def _held(tokens: list[Token], sentence: tuple[Token, ...], weigh: Callable[[Token], float]
+          ) -> float:
+    own = Vocabulary(sentence)
+    total = sum(weigh(t) for t in tokens)
+    found = sum(weigh(t) for t in tokens
+                if (t.key in own.keys if t.kind is not Kind.WORD else t in own))
+    return found / total if total else 0.0
+
+
+def _specificity(tokens: list[Token], evidence: Evidence, rarity: RarityFn
+                 ) -> Callable[[Token], float]:
+    """Weights for the question's terms: by rarity, and by how few context sentences
+    hold them (the topic, "Normans" in a passage about them, tells no sentence from
+    another; "religion" does)."""
+    n = len(evidence.sentences)
+    found = {t.key: max(1, sum(1 for s in evidence.sentences if t in s.vocabulary))
+             for t in tokens}
+    scale = math.log(1 + n)
+    return lambda t: weight(t, rarity) * (
+        math.log(1 + n / found.get(t.key, 1)) / scale if n > 1 else 1.0)
+
+
+def _ramp(value: float, low: float, high: float) -> float:
+    return float(min(1.0, max(0.0, (value - low) / (high - low))))
+
+
+def framed_support(question: str, q_vector: Vectors, answer: str, evidence: Evidence,
+                   sentence_vectors: Vectors, rarity: RarityFn) -> FramedSupport | None:
+    """Support of "question: answer" by the context; ``None`` when the answer has no
+    content token to look for (a bare "yes")."""
+    # Read as the continuation of the question's sentence: "France" is a name there,
+    # not a sentence-initial word.
+    answer_tokens = content_tokens(answer) if _CJK.search(answer) else \
+        [t for t in content_tokens("x " + answer) if t.start > 0]
+    if not answer_tokens or not evidence.sentences:
+        return None
+    answer_keys = {t.key for t in answer_tokens}
+    missing = [t for t in answer_tokens if t not in evidence.vocabulary]
+    missing_facts = [t for t in missing if t.kind is not Kind.WORD]
+    present = [t for t in answer_tokens if t not in missing]
+    def by_rarity(t: Token) -> float:
+        return weight(t, rarity)
+
+    coverage = _share(answer_tokens, evidence.vocabulary, by_rarity)
+    cjk = bool(_CJK.search(question))
+    skip = CJK_FUNCTION_CHARS | CJK_QUESTION_CHARS
+    question_tokens = [t for t in content_tokens(question)
+                       if t.key not in answer_keys and not skip.intersection(t.key)]
+    lexical = FRAME_LEXICAL_CJK if cjk else FRAME_LEXICAL
+    specific = _specificity(question_tokens, evidence, rarity)
+    cosines = sentence_vectors @ q_vector
+    # A sentence that refers back ("Its founder, Ingrid Solberg, ...") is also read
+    # with the one before it, which names what the question asks about.
+    paired = with_antecedents(evidence, sentence_vectors) @ q_vector - PAIR_DISCOUNT
+    frames = []
+    for i, s in enumerate(evidence.sentences):
+        frame = float(cosines[i]) + lexical * _share(question_tokens, s.vocabulary, specific)
+        if s.refers_back:
+            both = Vocabulary(_antecedent_tokens(evidence, i))
+            frame = max(frame, float(paired[i])
+                        + lexical * _share(question_tokens, both, specific) - PAIR_DISCOUNT)
+        frames.append(frame)
+    # The best sentence for the question among those that could answer it: for
+    # "Who founded it?" one with a name in it besides the question's own.
+    asked = Vocabulary(content_tokens(question))
+    kinds = expectations(question)
+    able = [f for f, s in zip(frames, evidence.sentences, strict=True)
+            if all(meets(k, [t for t in s.tokens if t not in asked]) for k in kinds)]
+    best = max(able or frames)
+    # Held by the sentence's own words, not by the names a pronoun in it refers to.
+    # A name or number must be there as it is: "France" is not held by "Francia".
+    holding = [i for i, s in enumerate(evidence.sentences)
+               if present and _held(present, s.tokens, by_rarity) >= 0.5]
+    if not holding:
+        return FramedSupport(0.0, 0.0, "the answer's words are not together in any "
+                             "context sentence")
+    at = max(holding, key=frames.__getitem__)
+    placement = _ramp(frames[at], best - FRAME_NONE, best - FRAME_FULL) \
+        * _ramp(frames[at], FRAME_FLOOR, FRAME_ENOUGH)
+    nearness = _nearness(evidence.sentences[at], answer_keys, question_tokens, specific,
+                         WINDOW_TOKENS_CJK if cjk else WINDOW_TOKENS)
+    degree = coverage * placement * (0.5 + 0.5 * nearness) \
+        * MISSING_FACT_FACTOR ** len(missing_facts)
+    parts = [f"read with the question; the context sentence holding it matches the "
+             f"question {frames[at]:.2f} (best sentence {best:.2f}); "
+             f"{nearness:.0%} of the question's terms found there are near the answer"]
+    if missing_facts:
+        parts.append("not in the context: " + ", ".join(t.text for t in missing_facts))
+    if coverage < 1.0:
+        parts.append(f"{coverage:.0%} of its content words are in the context")
+    return FramedSupport(degree, min(1.0, frames[at]), "; ".join(parts))
+
+
+def _nearness(sentence: ContextSentence, answer_keys: set[str], question_tokens: list[Token],
+              weigh: Callable[[Token], float], window: int) -> float:
+    """Of the question's terms in the sentence, the weighted share that stand within
+    ``window`` content tokens of the answer's own tokens there (1.0 when the sentence
+    has none of them: nothing to tell the facts apart)."""
+    tokens = sentence.tokens
+    at = [i for i, t in enumerate(tokens) if t.key in answer_keys]
+    wanted = {t.key: weigh(t) for t in question_tokens}
+    distance: dict[str, int] = {}
+    for i, t in enumerate(tokens):
+        if t.key in wanted and at:
+            distance[t.key] = min(distance.get(t.key, len(tokens)),
+                                  min(abs(i - j) for j in at))
+    total = sum(wanted[k] for k in distance)
+    if not total:
+        return 1.0
+    return sum(wanted[k] for k, d in distance.items() if d <= window) / total
+
+
+def _antecedent_tokens(evidence: Evidence, at: int) -> list[Token]:
+    """The sentence's tokens and those of the sentences it refers back through
+    ("It started ... . Its founder ..." reaches the sentence naming "it")."""
+    tokens = list(evidence.sentences[at].tokens)
+    while at and evidence.sentences[at].refers_back:
+        at -= 1
+        tokens += evidence.sentences[at].tokens
+    return tokens

@@ -1,0 +1,200 @@
+"""The local judge on answers as real applications give them: bare entities and
+numbers read in the question's frame, refusals, answer relevance that never rewards
+unsupported content, the sentence that answers kept, and bounded long inputs. Our
+own examples, in English, German, French, Spanish and Chinese."""
+
+import pytest
+
+from ragas_trace.judges.local import LocalJudge
+from ragas_trace.results import Metric, MetricStatus
+
+F, AR, CR = Metric.FAITHFULNESS, Metric.ANSWER_RELEVANCE, Metric.CONTEXT_RELEVANCE
+
+# question, context, right short answer, short answer the context does not support
+# (either absent from it or the answer to something else it says)
+SHORT_ANSWERS = [
+    ("What year did the Varnholm ferry line start service?",
+     "The Varnholm ferry line was planned in 1952 by the harbour board. It started "
+     "service in 1958 with two boats. Its founder, Ingrid Solberg, ran it until 1970.",
+     "1958", "1962"),
+    ("Who founded the Varnholm ferry line?",
+     "The Varnholm ferry line was planned in 1952 by the harbour board. It started "
+     "service in 1958 with two boats. Its founder, Ingrid Solberg, ran it until 1970.",
+     "Ingrid Solberg", "Lars Nyberg"),
+    ("In welchem Jahr wurde die Sternwarte von Kalmbach eröffnet?",
+     "Die Sternwarte von Kalmbach wurde 1911 eröffnet. Ihr größtes Fernrohr kam 1927 "
+     "aus Jena. Der erste Leiter war Otto Brenner.",
+     "1911", "1927"),
+    ("Wer war der erste Leiter der Sternwarte von Kalmbach?",
+     "Die Sternwarte von Kalmbach wurde 1911 eröffnet. Ihr größtes Fernrohr kam 1927 "
+     "aus Jena. Der erste Leiter war Otto Brenner.",
+     "Otto Brenner", "Karl Weiss"),
+    ("¿En qué año se inauguró el puente de Arvela?",
+     "El puente de Arvela se inauguró en 1934. Lo diseñó la ingeniera Lucía Fermoso. "
+     "En 1988 se amplió a cuatro carriles.",
+     "1934", "1988"),
+    ("Qui a fondé la fromagerie de Vaudrel ?",
+     "La fromagerie de Vaudrel a été fondée par Jeanne Moulin en 1897. Elle produit "
+     "aujourd'hui douze fromages. Son magasin ouvre à Lyon en 1925.",
+     "Jeanne Moulin", "Pierre Lacombe"),
+    ("青石桥是哪一年建成的？",
+     "青石桥于1923年建成，全长86米。1961年大桥进行了一次大修。",
+     "1923年", "1961年"),
+]
+
+
+@pytest.mark.parametrize(("question", "context", "right", "wrong"), SHORT_ANSWERS)
+def test_a_short_answer_is_grounded_in_the_questions_frame(
+        judge: LocalJudge, question: str, context: str, right: str, wrong: str) -> None:
+    good = judge.evaluate_sync(question, [context], right, frozenset({F}))
+    bad = judge.evaluate_sync(question, [context], wrong, frozenset({F}))
+    assert good.result(F).value is not None and bad.result(F).value is not None
+    assert good.result(F).value >= 0.5 > bad.result(F).value, (good, bad)
+    # One statement: the question's frame with the answer in it.
+    assert len(good.statements) == 1 and right in good.statements[0].statement
+    assert good.statements[0].supported and not bad.statements[0].supported
+
+
+# question, context, statement as the context has it, the same statement turned round
+NEGATIONS = [
+    ("Is Ferrovia Alta involved in the tunnel project?",
+     "Ferrovia Alta is the main contractor of the Varnholm tunnel project. It employs 900 "
+     "workers on the site.",
+     "Ferrovia Alta is the main contractor of the tunnel project.",
+     "Ferrovia Alta is not involved in the tunnel project."),
+    ("Ist die Firma Brandl am Tunnelbau beteiligt?",
+     "Die Firma Brandl ist nicht am Tunnelbau beteiligt. Sie baut nur die Zufahrtsstraße.",
+     "Die Firma Brandl ist nicht am Tunnelbau beteiligt.",
+     "Die Firma Brandl ist am Tunnelbau beteiligt."),
+    ("¿Participa la empresa Arvesa en la obra del túnel?",
+     "La empresa Arvesa no participa en la obra del túnel. Solo construye la carretera.",
+     "La empresa Arvesa no participa en la obra del túnel.",
+     "La empresa Arvesa participa en la obra del túnel."),
+    ("L'usine de Vaudrel est-elle ouverte le dimanche ?",
+     "L'usine de Vaudrel n'est jamais ouverte le dimanche. Elle ouvre du lundi au samedi.",
+     "L'usine de Vaudrel n'est jamais ouverte le dimanche.",
+     "L'usine de Vaudrel est ouverte le dimanche."),
+]
+
+
+@pytest.mark.parametrize(("question", "context", "kept", "turned"), NEGATIONS)
+def test_a_statement_the_context_negates_is_unsupported(
+        judge: LocalJudge, question: str, context: str, kept: str, turned: str) -> None:
+    good = judge.evaluate_sync(question, [context], kept, frozenset({F}))
+    bad = judge.evaluate_sync(question, [context], turned, frozenset({F}))
+    assert good.statements[0].supported and not bad.statements[0].supported, (good, bad)
+    assert "denies" in bad.statements[0].reason or "affirms" in bad.statements[0].reason
+
+
+REFUSALS = ["I don't know.", "I would rather not guess.", "Ich weiß es nicht.",
+            "Das weiß ich leider nicht.", "Je ne sais pas.", "Je préfère ne pas deviner.",
+            "No lo sé.", "No estoy seguro.", "我不知道。", "这个我不清楚。"]
+
+
+@pytest.mark.parametrize("answer", REFUSALS)
+def test_refusals_are_noncommittal(judge: LocalJudge, answer: str) -> None:
+    scores = judge.evaluate_sync("When did the Varnholm ferry line start service?",
+                                 ["The Varnholm ferry line started service in 1958."], answer)
+    assert scores.result(AR).value == 0.0
+    assert scores.result(F).status is MetricStatus.NO_STATEMENTS
+    assert scores.statements == ()
+
+
+# question, context, grounded answer, answer of the same shape with invented facts
+SAME_SHAPE = [
+    ("When did the Varnholm ferry line start service?",
+     "The Varnholm ferry line started service in 1958 with two boats from Varnholm.",
+     "The ferry line started service in 1958 with two boats.",
+     "The ferry line started service in 1964 with three hovercraft."),
+    ("Wann wurde die Sternwarte von Kalmbach eröffnet?",
+     "Die Sternwarte von Kalmbach wurde 1911 eröffnet und hat ein Fernrohr aus Jena.",
+     "Die Sternwarte wurde 1911 eröffnet und hat ein Fernrohr aus Jena.",
+     "Die Sternwarte wurde 1899 eröffnet und hat ein Teleskop aus Dresden."),
+    ("¿Quién diseñó el puente de Arvela?",
+     "El puente de Arvela lo diseñó la ingeniera Lucía Fermoso en 1934.",
+     "Lo diseñó la ingeniera Lucía Fermoso en 1934.",
+     "Lo diseñó el arquitecto Tomás Ibarrola en 1929."),
+    ("青石桥有多长？",
+     "青石桥于1923年建成，全长86米，由石匠王立山设计。",
+     "青石桥全长86米，由石匠王立山设计。",
+     "青石桥全长240米，由工程师赵明远设计。"),
+]
+
+
+@pytest.mark.parametrize(("question", "context", "grounded", "invented"), SAME_SHAPE)
+def test_answer_relevance_never_rewards_unsupported_content(
+        judge: LocalJudge, question: str, context: str, grounded: str, invented: str) -> None:
+    good = judge.evaluate_sync(question, [context], grounded, frozenset({AR}))
+    bad = judge.evaluate_sync(question, [context], invented, frozenset({AR}))
+    assert good.result(AR).value is not None and bad.result(AR).value is not None
+    assert good.result(AR).value > bad.result(AR).value, (good, bad)
+
+
+# question, context, the sentence that answers it
+ANSWERING_SENTENCE = [
+    ("When was the Varnholm lighthouse finished?",
+     "The Varnholm lighthouse is a cast-iron tower on the northern cape. "
+     "It was finished in 1872 after four years of work.",
+     "It was finished in 1872 after four years of work."),
+    ("Wann wurde der Kalmbacher Wasserturm fertiggestellt?",
+     "Der Kalmbacher Wasserturm ist ein achteckiger Ziegelbau am Stadtrand. "
+     "Er wurde 1904 fertiggestellt.",
+     "Er wurde 1904 fertiggestellt."),
+    ("Quand le phare de Vaudrel a-t-il été achevé ?",
+     "Le phare de Vaudrel est une tour de granit sur la pointe nord. "
+     "Il a été achevé en 1868.",
+     "Il a été achevé en 1868."),
+]
+
+
+@pytest.mark.parametrize(("question", "context", "sentence"), ANSWERING_SENTENCE)
+def test_context_relevance_keeps_the_sentence_that_answers(
+        judge: LocalJudge, question: str, context: str, sentence: str) -> None:
+    scores = judge.evaluate_sync(question, [context], "", frozenset({CR}))
+    assert sentence in scores.kept_sentences, scores
+
+
+def test_a_context_over_the_limit_is_skipped_with_the_limit_as_reason() -> None:
+    judge = LocalJudge(threads=1, max_context_chars=200)
+    context = "The Varnholm ferry line started service in 1958 with two boats. " * 4
+    scores = judge.evaluate_sync("When did the ferry line start service?", [context],
+                                 "It started service in 1958.")
+    for metric in (F, CR):
+        assert scores.result(metric).status is MetricStatus.SKIPPED
+        assert "max_context_chars" in (scores.result(metric).reason or "")
+    assert scores.result(AR).status is MetricStatus.SCORED
+
+
+def test_an_answer_over_the_limit_skips_faithfulness_only() -> None:
+    judge = LocalJudge(threads=1, max_answer_chars=100)
+    answer = "The ferry line started service in 1958 with two boats. " * 4
+    scores = judge.evaluate_sync("When did the ferry line start service?",
+                                 ["The ferry line started service in 1958."], answer)
+    assert scores.result(F).status is MetricStatus.SKIPPED
+    assert "max_answer_chars" in (scores.result(F).reason or "")
+    assert scores.result(AR).status is MetricStatus.SCORED
+    assert scores.result(CR).status is MetricStatus.SCORED
+
+
+@pytest.mark.parametrize("bad", [0, -5, 1.5, True, "100"])
+def test_limits_must_be_positive_integers(bad: object) -> None:
+    with pytest.raises(ValueError, match="max_context_chars"):
+        LocalJudge(max_context_chars=bad)  # type: ignore[arg-type]
+
+
+def test_a_metric_skipped_for_the_limit_shows_on_the_span() -> None:
+    from ragas_trace.exporters.evaluation_span import explanation
+    from ragas_trace.exporters.score_attributes import score_attributes
+    from ragas_trace.scorer.outcome import outcome_of
+
+    judge = LocalJudge(threads=1, max_context_chars=200)
+    context = "The Varnholm ferry line started service in 1958 with two boats. " * 4
+    scores = judge.evaluate_sync("When did the ferry line start service?", [context],
+                                 "It started service in 1958.")
+    attributes = score_attributes(outcome_of(scores, 0.1), "local", {})
+    assert attributes["ragas.faithfulness.status"] == "skipped"
+    assert attributes["ragas.context_relevance.status"] == "skipped"
+    assert "max_context_chars" in explanation(F, scores.result(F), scores)
+    # Not requested: nothing shown.
+    only = judge.evaluate_sync("When?", ["It started in 1958."], "1958.", frozenset({AR}))
+    assert "ragas.faithfulness.status" not in score_attributes(outcome_of(only, 0.1), "local", {})
