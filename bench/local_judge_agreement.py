@@ -92,10 +92,17 @@ def figures(report: dict[str, Any]) -> dict[str, dict[str, Any]]:
     for dataset, splits in report.items():
         for split, metrics in splits.items():
             for metric, r in metrics.items():
-                out[f"{dataset}:{split}:{metric}"] = {
+                figure = {
                     "value": r["judge"], "baseline": r["lexical"], "pairs": r["pairs"],
                     "label": f"pairwise agreement, {metric}, {dataset} {split}",
                     "baseline_label": "lexical overlap, same pairs, same run"}
+                if dataset == "public" and split.endswith("/held_out"):
+                    # The README shows the figures with a target: the held-out public ones.
+                    figure["label"] = (f"Local judge, {metric} agreement on held-out "
+                                       f"{split.removesuffix('/held_out')} pairs "
+                                       f"({r['pairs']}) vs the lexical baseline")
+                    figure["target"] = "above the baseline"
+                out[f"{dataset}:{split}:{metric}"] = figure
     return out
 
 
