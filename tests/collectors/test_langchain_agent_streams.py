@@ -109,3 +109,28 @@ async def test_gather_20_graph_requests(tracing: InMemoryTracing) -> None:
     await asyncio.gather(*(graph.ainvoke({"question": q}, {"callbacks": [handler]})
                            for q in ASKED))
     assert_one_trace_each(tracing, ASKED, handler)
+
+
+def test_a_stream_stopped_early_is_marked_abandoned(tracing: InMemoryTracing) -> None:
+    handler = RagasCallbackHandler(tracing.provider)
+    stream = apps.rag_agent().stream(apps.messages_input(), {"callbacks": [handler]},
+                                     stream_mode="updates")
+    next(stream)
+    stream.close()
+
+    root = next(s for s in tracing.spans() if s.parent is None)
+    assert root.attributes[sc.RAGAS_STREAM_STATUS] == sc.STREAM_ABANDONED
+    assert handler.open_runs == 0
+
+
+async def test_an_astream_stopped_early_is_marked_abandoned(tracing: InMemoryTracing) -> None:
+    handler = RagasCallbackHandler(tracing.provider)
+    stream = apps.rag_agent().astream(apps.messages_input(), {"callbacks": [handler]},
+                                      stream_mode="messages")
+    async for _ in stream:
+        break
+    await stream.aclose()
+
+    root = next(s for s in tracing.spans() if s.parent is None)
+    assert root.attributes[sc.RAGAS_STREAM_STATUS] == sc.STREAM_ABANDONED
+    assert handler.open_runs == 0
