@@ -46,9 +46,10 @@ def in_output(outputs: Any, depth: int = 0) -> Iterator[tuple[str, list[Document
         return
     if depth >= _MAX_DEPTH:
         return
-    update = getattr(outputs, "update", None)  # langgraph.types.Command
-    if type(update) is dict:
-        yield from in_output(update, depth + 1)
+    if type(outputs).__name__ == "Command":  # langgraph.types.Command(update=...)
+        update = getattr(outputs, "update", None)
+        if type(update) is dict:
+            yield from in_output(update, depth + 1)
     elif type(outputs) is list and outputs and not isinstance(outputs[0], str | Document):
         for item in outputs:
             yield from in_output(item, depth + 1)

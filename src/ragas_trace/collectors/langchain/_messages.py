@@ -9,7 +9,7 @@ import json
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
-from langchain_core.messages import BaseMessage
+from langchain_core.messages import AIMessage, BaseMessage
 
 from ragas_trace.collectors._attributes import Message, as_text
 
@@ -38,6 +38,9 @@ def role_of(message: Any) -> str | None:
     """``user`` / ``assistant`` / ``system`` / ``tool``..., or None if not a message."""
     if isinstance(message, BaseMessage):
         kind = message.type
+        role = _ROLES.get(kind)
+        if role is not None:
+            return role
         if kind.endswith("MessageChunk"):
             kind = kind.removesuffix("MessageChunk").lower()
         if kind == "chat":
@@ -64,7 +67,8 @@ def text_of(message: Any) -> str | None:
 
 
 def _tool_calls(message: Any) -> Sequence[Any]:
-    calls = (getattr(message, "tool_calls", None) if isinstance(message, BaseMessage)
+    # Only AI messages have tool calls (and a missing attribute is slow to look up).
+    calls = (message.tool_calls if isinstance(message, AIMessage)
              else message.get("tool_calls") if isinstance(message, Mapping) else None)
     return calls if isinstance(calls, list) else ()
 
