@@ -137,7 +137,10 @@ class _LowerBoundHandler(BaseCallbackHandler):
 
     on_retriever_start = on_chain_start
     on_chat_model_start = on_chain_start
-    on_tool_start = on_chain_start
+
+    def on_tool_start(self, serialized: Any, input_str: Any, *, run_id: Any,
+                      parent_run_id: Any = None, **kwargs: Any) -> None:
+        self._runs[run_id] = parent_run_id
 
     def on_retriever_end(self, documents: Any, *, run_id: Any, **kwargs: Any) -> None:
         self._runs.pop(run_id, None)
