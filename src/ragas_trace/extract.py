@@ -19,9 +19,10 @@ from ragas_trace.record import Context, RagRecord
 
 # ``str_or_query_bundle``: OpenLLMetry's LlamaIndex spans record a query engine's
 # bound arguments, a string or a QueryBundle (whose ``query_str`` is then found).
-_QUESTION_KEYS = ("question", "input", "query", "query_str", "str_or_query_bundle", "message",
-                  "prompt")
-_ANSWER_KEYS = ("answer", "output", "result", "response", "text", "content")
+_QUESTION_KEYS = ("question", "input", "query", "query_str", "str_or_query_bundle",
+                  "user_input", "message", "prompt")
+_ANSWER_KEYS = ("answer", "output", "result", "response", "generation", "final_answer", "text",
+                "content")
 _ROOT_KINDS = frozenset({sc.KIND_CHAIN, "AGENT"})
 
 

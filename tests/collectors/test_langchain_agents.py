@@ -126,8 +126,9 @@ def test_state_graph_passages_come_from_the_state(tracing: InMemoryTracing) -> N
     spans = tracing.spans()
     root, record = one_request(spans)
     retriever = one(spans, sc.KIND_RETRIEVER)
-    assert retriever.name == "context"
+    assert retriever.name == "retrieve"  # the node that wrote the Documents
     assert retriever.parent.span_id == root.context.span_id
+    assert root.start_time < retriever.start_time < retriever.end_time < root.end_time
     assert record.question == apps.QUESTION
     assert record.answer == result["answer"] == f"Answer: {apps.PASSAGE}"
     # The final state carries the same Documents again: not counted twice.
@@ -239,3 +240,49 @@ def test_answer_is_the_final_assistant_text_not_a_tool_call() -> None:
     assert _values.answer_of({"messages": [AIMessage("old"), HumanMessage("new")]}) is None
     assert _values.answer_of({"messages": [AIMessage([{"type": "text", "text": "hi"}])]}) == "hi"
     assert _values.answer_of({"answer": "direct", "messages": done}) == "direct"
+
+
+def test_answer_keys_of_graph_tutorials_and_structured_responses() -> None:
+    from pydantic import BaseModel
+
+    class Reply(BaseModel):
+        city: str
+
+    assert _values.answer_of({"question": "q", "generation": "from CRAG"}) == "from CRAG"
+    call = AIMessage("", tool_calls=[{"name": "Reply", "args": {"city": "x"}, "id": "1"}])
+    state = {"messages": [HumanMessage("q"), call], "structured_response": Reply(city="x")}
+    assert _values.answer_of(state) == '{"city":"x"}'
+    assert _values.answer_of({"messages": [], "structured_response": {"a": 1}}) == '{"a": 1}'
+
+
+def test_functional_api_entrypoint_and_tasks(tracing: InMemoryTracing) -> None:
+    from langgraph.func import entrypoint, task
+
+    store = apps.vector_store()
+
+    @task
+    def retrieve(question: str) -> list[Document]:
+        return store.similarity_search(question, k=2)
+
+    @entrypoint()
+    def workflow(question: str) -> str:
+        docs = retrieve(question).result()
+        return "Answer: " + docs[0].page_content
+
+    assert run(tracing, workflow, apps.QUESTION) == f"Answer: {apps.PASSAGE}"
+    _, record = one_request(tracing.spans())
+    assert record.question == apps.QUESTION and record.answer == f"Answer: {apps.PASSAGE}"
+    assert passages(record)[0] == apps.PASSAGE
+    assert one(tracing.spans(), sc.KIND_RETRIEVER).name == "retrieve"
+
+
+async def test_astream_events(tracing: InMemoryTracing) -> None:
+    handler = RagasCallbackHandler(tracing.provider)
+    events = [e async for e in apps.rag_agent().astream_events(
+        apps.messages_input(), {"callbacks": [handler]}, version="v2")]
+    assert events
+    _, record = one_request(tracing.spans())
+    assert record.question == apps.QUESTION
+    assert record.answer == f"Answer: {apps.PASSAGE}"
+    assert passages(record)[0] == apps.PASSAGE
+    assert handler.open_runs == 0

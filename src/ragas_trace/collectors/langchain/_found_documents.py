@@ -42,7 +42,7 @@ def in_output(outputs: Any, depth: int = 0) -> Iterator[tuple[str, list[Document
         return
     docs = _documents(outputs)
     if docs is not None:
-        yield "output", docs
+        yield "documents", docs
         return
     if depth >= _MAX_DEPTH:
         return

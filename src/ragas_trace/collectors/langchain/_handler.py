@@ -82,8 +82,10 @@ class RagasCallbackHandler(BaseCallbackHandler):
         self._tracer = trace.get_tracer(_SCOPE, tracer_provider=tracer_provider)
         self._app_name = app_name
         self._run_ttl_s = _settings.setting(_settings.RUN_TTL_S, run_ttl_s)
-        self._runs = RunMap(self._run_ttl_s,
-                            _settings.setting(_settings.MAX_OPEN_RUNS, max_open_runs))
+        self._max_steps = _settings.setting(_settings.MAX_OPEN_RUNS, max_open_runs)
+        self._runs = RunMap(self._run_ttl_s, self._max_steps)
+        # Open steps inside requests: run id -> (name, start ns).
+        self._steps: dict[int, tuple[str, int]] = {}
         limit = SpanLimits().max_span_attributes
         self._document_attributes = attributes.DocumentAttributes(
             _values.write_document, "langchain.document",
@@ -106,10 +108,15 @@ class RagasCallbackHandler(BaseCallbackHandler):
                        parent_run_id: UUID | None = None,
                        metadata: dict[str, Any] | None = None, **kwargs: Any) -> None:
         try:
+            name = _run_name(serialized, kwargs, "chain")
             if parent_run_id is not None and self._runs.link(run_id.int, parent_run_id.int):
+                # A step inside a request (a graph node, a task): its name and start
+                # name the passages it may return.
+                if len(self._steps) >= self._max_steps:
+                    self._steps.clear()  # steps that never ended; only names are lost
+                self._steps[run_id.int] = (name, time.time_ns())
                 return
-            self._start_root(run_id, _run_name(serialized, kwargs, "chain"), None, inputs,
-                             metadata)
+            self._start_root(run_id, name, None, inputs, metadata)
         except Exception as exc:
             record_internal_error("langchain.on_chain_start", exc)
 
@@ -118,18 +125,20 @@ class RagasCallbackHandler(BaseCallbackHandler):
             run = self._runs.pop(run_id.int)
             if run is None or run.root.suppressed:
                 return
+            step = self._steps.pop(run_id.int, None)
             if run.run_id == run_id.int:
                 self._end_root_chain(run, outputs, kwargs.get("inputs"), None)
             else:
-                # A step inside the request (a graph node): passages in its output?
                 for key, docs in _found_documents.in_output(outputs):
-                    self._found(run, key, docs, None, None)
+                    name, start = step if step is not None else (key, None)
+                    self._found(run, name, docs, None, start)
         except Exception as exc:
             record_internal_error("langchain.on_chain_end", exc)
 
     def on_chain_error(self, error: BaseException, *, run_id: UUID, **kwargs: Any) -> None:
         try:
             run = self._runs.pop(run_id.int)
+            self._steps.pop(run_id.int, None)
             if run is not None and run.run_id == run_id.int and not run.suppressed:
                 self._end_root_chain(run, None, kwargs.get("inputs"), error)
         except Exception as exc:

@@ -4,6 +4,7 @@ for shapes it does not know: a chain's odd input must never cost the user a trac
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 from uuid import UUID
@@ -13,13 +14,16 @@ from langchain_core.documents import Document
 from ragas_trace.collectors._attributes import DocumentKeys, as_text, metadata_json
 from ragas_trace.collectors.langchain import _messages
 
-QUESTION_KEYS = ("question", "input", "query", "query_str", "message", "prompt")
-ANSWER_KEYS = ("answer", "output", "result", "response", "text", "content")
+QUESTION_KEYS = ("question", "input", "query", "query_str", "user_input", "message", "prompt")
+# ``generation``: the LangGraph corrective / self-RAG tutorials' state key.
+ANSWER_KEYS = ("answer", "output", "result", "response", "generation", "final_answer", "text",
+               "content")
 # Vector stores put a similarity score in metadata under one of these names.
 _SCORE_KEYS = ("score", "relevance_score", "similarity_score", "_score")
 # Below, ``type(x) is dict or isinstance(x, Mapping)``: the ABC check is slow, and
 # these run for every passage of every request.
 _MAX_DEPTH = 3
+_JSON = json.JSONEncoder(default=str, ensure_ascii=False)
 
 
 def is_stream_placeholder(inputs: Any) -> bool:
@@ -36,8 +40,25 @@ def question_of(inputs: Any) -> str | None:
 
 def answer_of(outputs: Any) -> str | None:
     """A str output, the usual keys of a dict output, or the final assistant text of a
-    ``{"messages": [...]}`` state (never a tool-call message)."""
-    return _text_of(outputs, ANSWER_KEYS, _messages.final_answer, 0)
+    ``{"messages": [...]}`` state (never a tool-call message), else an agent's
+    ``structured_response`` (``create_agent(response_format=...)``) as JSON."""
+    found = _text_of(outputs, ANSWER_KEYS, _messages.final_answer, 0)
+    if found is None and type(outputs) is dict and "structured_response" in outputs:
+        return _structured(outputs["structured_response"])
+    return found
+
+
+def _structured(value: Any) -> str | None:
+    if isinstance(value, str):
+        return value
+    dump = getattr(value, "model_dump_json", None)  # a pydantic model
+    if callable(dump):
+        text = dump()
+        return text if isinstance(text, str) else None
+    try:
+        return _JSON.encode(value)
+    except (TypeError, ValueError):
+        return None
 
 
 def _text_of(value: Any, keys: Sequence[str], from_messages: Callable[[Any], str | None],
