@@ -1,6 +1,11 @@
-"""Added cost per invoke of LangChain tracing, on one fake RAG chain, interleaved.
+"""Added cost per invoke of LangChain tracing, on fake RAG apps, interleaved.
 
-Configurations (each timed over the same chain, in shuffled order every round):
+Shapes (``--shapes``, both by default; bench/langchain_apps.py):
+  chain  an LCEL chain: retriever | prompt | chat model | parser
+  agent  ``create_agent`` with one retrieval tool: two model calls and a tool call
+         whose retriever returns 4 passages
+
+Configurations (each timed over the same app, in shuffled order every round):
   base   no callbacks at all
   a      a no-op ``BaseCallbackHandler``
   b      ragas-trace's ``RagasCallbackHandler``
@@ -23,17 +28,19 @@ work), with wall time too.
 Run by hand, in the venv that has the peers (they patch LangChain globally, so they
 are kept out of the test venv):
 
-    python3 -m venv .venv-bench && .venv-bench/bin/pip install -e '.[bench]'
-    .venv-bench/bin/python bench/langchain_overhead.py        # ~2 min, + ~5 min memory check
-    .venv-bench/bin/python bench/langchain_overhead.py --rss-invokes 0 --rounds 10
+    python3 -m venv .venv-bench && .venv-bench/bin/pip install -e '.[bench,frameworks-test]'
+    .venv-bench/bin/python bench/langchain_overhead.py --rounds 20 --rss-invokes 50000
+    .venv-bench/bin/python bench/langchain_overhead.py --shapes agent --rss-invokes 0
 
-Figures are medians over rounds of per-round differences against ``base``.
+Figures are medians over rounds of per-round differences against ``base``; the CPU
+figures are merged into bench/results/langchain_overhead.json.
 """
 
 from __future__ import annotations
 
 import argparse
 import gc
+import json
 import os
 import random
 import statistics
@@ -43,19 +50,12 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from langchain_core.callbacks import BaseCallbackHandler, CallbackManagerForRetrieverRun
-from langchain_core.documents import Document
-from langchain_core.language_models import BaseChatModel
-from langchain_core.messages import AIMessage, BaseMessage
-from langchain_core.output_parsers import StrOutputParser
-from langchain_core.outputs import ChatGeneration, ChatResult
-from langchain_core.prompts import ChatPromptTemplate
-from langchain_core.retrievers import BaseRetriever
-from langchain_core.runnables import Runnable, RunnablePassthrough
+from langchain_core.callbacks import BaseCallbackHandler
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
+from langchain_apps import SHAPES
 from overhead_common import (
     DiscardExporter,
     added_costs,
@@ -67,80 +67,53 @@ from overhead_common import (
     span_replay,
 )
 from ragas_trace.collectors.langchain import RagasCallbackHandler
+from results_file import RESULTS, write_results
 
-QUESTION = "What is the capital of France?"
 Invoke = Callable[[], object]
-
-
-class KnowledgeBase(BaseRetriever):
-    def _get_relevant_documents(self, query: str, *,
-                                run_manager: CallbackManagerForRetrieverRun) -> list[Document]:
-        return [Document(page_content=f"Passage {i}: Paris is the capital of France.",
-                         id=f"kb-{i}", metadata={"source": f"kb/{i}.md", "score": 0.9 - i / 10})
-                for i in range(4)]
-
-
-class FakeChat(BaseChatModel):
-    @property
-    def _llm_type(self) -> str:
-        return "fake-chat"
-
-    def _generate(self, messages: list[BaseMessage], stop: list[str] | None = None,
-                  run_manager: Any = None, **kwargs: Any) -> ChatResult:
-        message = AIMessage(content="Paris is the capital of France.", usage_metadata={
-            "input_tokens": 40, "output_tokens": 8, "total_tokens": 48})
-        return ChatResult(generations=[ChatGeneration(message=message)])
-
-
-def build_chain() -> Runnable[Any, str]:
-    prompt = ChatPromptTemplate.from_template("Context: {context}\nQuestion: {question}")
-    docs = KnowledgeBase() | (lambda ds: "\n".join(d.page_content for d in ds))
-    return {"context": docs, "question": RunnablePassthrough()} | prompt | FakeChat() \
-        | StrOutputParser()
 
 
 # Configurations: each sets itself up in its worker process and returns the call to time.
 
-def setup_base(chain: Runnable[Any, str]) -> Invoke:
-    return lambda: chain.invoke(QUESTION)
+def setup_base(app: Any, request: Any) -> Invoke:
+    return lambda: app.invoke(request)
 
 
-def setup_noop(chain: Runnable[Any, str]) -> Invoke:
+def setup_noop(app: Any, request: Any) -> Invoke:
     config: Any = {"callbacks": [BaseCallbackHandler()]}
-    return lambda: chain.invoke(QUESTION, config=config)
+    return lambda: app.invoke(request, config=config)
 
 
-def setup_ours(chain: Runnable[Any, str]) -> Invoke:
+def setup_ours(app: Any, request: Any) -> Invoke:
     config: Any = {"callbacks": [RagasCallbackHandler(discarding_provider())]}
-    return lambda: chain.invoke(QUESTION, config=config)
+    return lambda: app.invoke(request, config=config)
 
 
-def setup_openinference(chain: Runnable[Any, str]) -> Invoke:
+def setup_openinference(app: Any, request: Any) -> Invoke:
     from openinference.instrumentation.langchain import LangChainInstrumentor
 
     instrumentor = LangChainInstrumentor()
     instrumentor.instrument(tracer_provider=discarding_provider())
-    return lambda: chain.invoke(QUESTION)
+    return lambda: app.invoke(request)
 
 
-def setup_openllmetry(chain: Runnable[Any, str]) -> Invoke:
+def setup_openllmetry(app: Any, request: Any) -> Invoke:
     from opentelemetry.instrumentation.langchain import LangchainInstrumentor
 
     instrumentor = LangchainInstrumentor()
     instrumentor.instrument(tracer_provider=discarding_provider())
-    return lambda: chain.invoke(QUESTION)
+    return lambda: app.invoke(request)
 
 
-def setup_bare_spans(chain: Runnable[Any, str]) -> Invoke:
+def setup_bare_spans(app: Any, request: Any) -> Invoke:
     """The spans our handler makes for one invoke, replayed straight on the SDK."""
-    return _span_replay(chain)
+    return _span_replay(app, request)
 
 
-def _span_replay(chain: Runnable[Any, str]) -> Invoke:
+def _span_replay(app: Any, request: Any) -> Invoke:
     memory = InMemorySpanExporter()
     capture = TracerProvider()
     capture.add_span_processor(SimpleSpanProcessor(memory))
-    chain.invoke(QUESTION, config={"callbacks": [RagasCallbackHandler(capture)]})
+    app.invoke(request, config={"callbacks": [RagasCallbackHandler(capture)]})
     return span_replay(memory.get_finished_spans())
 
 
@@ -165,19 +138,26 @@ class _LowerBoundHandler(BaseCallbackHandler):
     on_retriever_start = on_chain_start
     on_chat_model_start = on_chain_start
 
+    def on_tool_start(self, serialized: Any, input_str: Any, *, run_id: Any,
+                      parent_run_id: Any = None, **kwargs: Any) -> None:
+        self._runs[run_id] = parent_run_id
+
     def on_retriever_end(self, documents: Any, *, run_id: Any, **kwargs: Any) -> None:
         self._runs.pop(run_id, None)
 
     def on_llm_end(self, response: Any, *, run_id: Any, **kwargs: Any) -> None:
         self._runs.pop(run_id, None)
 
-
-def setup_lower_bound(chain: Runnable[Any, str]) -> Invoke:
-    config: Any = {"callbacks": [_LowerBoundHandler(_span_replay(chain))]}
-    return lambda: chain.invoke(QUESTION, config=config)
+    def on_tool_end(self, output: Any, *, run_id: Any, **kwargs: Any) -> None:
+        self._runs.pop(run_id, None)
 
 
-CONFIGS: dict[str, Callable[[Runnable[Any, str]], Invoke]] = {
+def setup_lower_bound(app: Any, request: Any) -> Invoke:
+    config: Any = {"callbacks": [_LowerBoundHandler(_span_replay(app, request))]}
+    return lambda: app.invoke(request, config=config)
+
+
+CONFIGS: dict[str, Callable[[Any, Any], Invoke]] = {
     "base": setup_base,
     "a": setup_noop,
     "b": setup_ours,
@@ -198,11 +178,12 @@ LABELS = {
 }
 
 
-def run_worker(names: list[str]) -> int:
+def run_worker(names: list[str], shape: str) -> int:
     """Serve timed blocks for some configurations: read "NAME N", answer
     "wall_us cpu_us spans"."""
-    chain = build_chain()
-    invokes = {name: CONFIGS["spans" if name == "spans_app" else name](chain)
+    build, request = SHAPES[shape]
+    app = build()
+    invokes = {name: CONFIGS["spans" if name == "spans_app" else name](app, request)
                for name in names}
     for invoke in invokes.values():
         for _ in range(20):
@@ -216,7 +197,7 @@ def run_worker(names: list[str]) -> int:
         gc.collect()
         DiscardExporter.exported = 0
         if name == "spans_app":
-            wall, cpu = _time_between_invokes(chain, invoke, n)
+            wall, cpu = _time_between_invokes(lambda: app.invoke(request), invoke, n)
         else:
             wall, cpu = time.perf_counter_ns(), time.process_time_ns()
             for _ in range(n):
@@ -226,14 +207,13 @@ def run_worker(names: list[str]) -> int:
     return 0
 
 
-def _time_between_invokes(chain: Runnable[Any, str], replay: Invoke, n: int
-                          ) -> tuple[int, int]:
+def _time_between_invokes(plain: Invoke, replay: Invoke, n: int) -> tuple[int, int]:
     """Time ``replay`` alone, each call right after an untimed invoke of the chain, so
     that the SDK runs with the caches in the state the chain leaves them, as it does
     inside a handler; a tight loop of ``replay`` keeps them warm and flatters it."""
     wall = cpu = 0
     for _ in range(n):
-        chain.invoke(QUESTION)
+        plain()
         w, c = time.perf_counter_ns(), time.process_time_ns()
         replay()
         cpu += time.process_time_ns() - c
@@ -248,9 +228,10 @@ class Worker:
     compared within one process. The processes take turns, so the measurements
     interleave."""
 
-    def __init__(self, names: list[str]) -> None:
+    def __init__(self, names: list[str], shape: str) -> None:
         self.proc = subprocess.Popen(
-            [sys.executable, __file__, "--worker", ",".join(names)], stdin=subprocess.PIPE,
+            [sys.executable, __file__, "--worker", ",".join(names), "--shape", shape],
+            stdin=subprocess.PIPE,
             stdout=subprocess.PIPE, text=True, env={**os.environ, "PYTHONHASHSEED": "0"})
         assert self.proc.stdout is not None
         ready = self.proc.stdout.readline().strip()
@@ -275,14 +256,14 @@ def available(name: str) -> bool:
               "d": "opentelemetry.instrumentation.langchain"}.get(name))
 
 
-def measure(names: list[str], rounds: int, invokes: int
+def measure(names: list[str], rounds: int, invokes: int, shape: str
             ) -> tuple[dict[str, list[float]], dict[str, list[float]], dict[str, float]]:
     """Per-round block means (µs, wall and process CPU); every round runs every
     configuration once, in shuffled order."""
     peers = [n for n in names if n in ("c", "d")]
-    shared = Worker([n for n in names if n not in peers])
+    shared = Worker([n for n in names if n not in peers], shape)
     workers = {n: shared for n in names if n not in peers}
-    workers.update({n: Worker([n]) for n in peers})
+    workers.update({n: Worker([n], shape) for n in peers})
     wall: dict[str, list[float]] = {n: [] for n in names}
     cpu: dict[str, list[float]] = {n: [] for n in names}
     spans: dict[str, float] = {}
@@ -302,23 +283,25 @@ def measure(names: list[str], rounds: int, invokes: int
     return wall, cpu, spans
 
 
-def memory_check(invokes: int) -> int:
-    chain = build_chain()
+def memory_check(invokes: int, shape: str) -> int:
+    build, request = SHAPES[shape]
+    app = build()
     handler = RagasCallbackHandler(discarding_provider())
     config: Any = {"callbacks": [handler]}
     for _ in range(1000):
-        chain.invoke(QUESTION, config=config)
+        app.invoke(request, config=config)
     gc.collect()
     before = rss_mib()
     for _ in range(invokes):
-        chain.invoke(QUESTION, config=config)
+        app.invoke(request, config=config)
     gc.collect()
     print(f"{before} {rss_mib()} {handler.open_runs}", flush=True)
     return 0
 
 
 def report(title: str, samples: dict[str, list[float]], spans_per_invoke: dict[str, float]
-           ) -> None:
+           ) -> dict[str, float]:
+    """Print the comparison; returns the added costs (µs) and the floor."""
     added = added_costs(samples, ("spans", "spans_app"))
     bare = statistics.median(samples["spans"])
     bare_app = statistics.median(samples["spans_app"])
@@ -340,6 +323,47 @@ def report(title: str, samples: dict[str, list[float]], spans_per_invoke: dict[s
         print(f"(lb) / F = {added['lb'] / floor:.2f}: what any handler making these spans "
               f"pays at least; (b) / (lb) = {ours / added['lb']:.2f}")
     print_peer_ratios(ours, added)
+    return {**added, "floor": floor, "base": statistics.median(samples["base"])}
+
+
+def figures_of(shape: str, cpu: dict[str, float]) -> dict[str, dict[str, Any]]:
+    """The CPU-time figures of one shape, for bench/results/langchain_overhead.json."""
+    what = {"chain": "LCEL RAG chain", "agent": "create_agent, 2 model calls, 1 retrieval tool"}
+    figures: dict[str, dict[str, Any]] = {
+        f"{shape}.base_us": {"value": round(cpu["base"]), "unit": "µs",
+                             "label": f"{what[shape]}: invoke with no callbacks (CPU)"},
+        f"{shape}.ragas_trace_added_us": {
+            "value": round(cpu["b"]), "unit": "µs", "baseline": "no callbacks",
+            "label": f"{what[shape]}: added by RagasCallbackHandler (CPU per invoke)"},
+        f"{shape}.floor_ratio": {
+            "value": round(cpu["b"] / cpu["floor"], 2), "target": "<= 1.3",
+            "baseline": "no-op handler + the same spans on the bare SDK",
+            "label": f"{what[shape]}: ragas-trace cost / floor"},
+    }
+    peers = {"c": "openinference", "d": "openllmetry"}
+    for name, peer in peers.items():
+        if name in cpu:
+            figures[f"{shape}.{peer}_added_us"] = {
+                "value": round(cpu[name]), "unit": "µs", "baseline": "no callbacks",
+                "label": f"{what[shape]}: added by {LABELS[name][4:]} (CPU per invoke)"}
+    measured = [cpu[n] for n in peers if n in cpu]
+    if measured:
+        figures[f"{shape}.peer_ratio"] = {
+            "value": round(cpu["b"] / min(measured), 3), "target": "<= 0.2",
+            "baseline": "the cheaper of OpenInference and OpenLLMetry",
+            "label": f"{what[shape]}: ragas-trace cost / cheapest peer's"}
+    return figures
+
+
+def save(figures: dict[str, dict[str, Any]], command: str) -> None:
+    """Merge into bench/results/langchain_overhead.json (a run of one shape keeps the
+    other shape's figures)."""
+    path = RESULTS / "langchain_overhead.json"
+    merged: dict[str, dict[str, Any]] = {}
+    if path.exists():
+        merged = json.loads(path.read_text(encoding="utf-8")).get("figures", {})
+    merged.update(figures)
+    print(f"figures written to {write_results('langchain_overhead', merged, command)}")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -349,34 +373,56 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rss-invokes", type=int, default=100_000)
     parser.add_argument("--rss-bound-mib", type=float, default=20.0,
                         help="RSS growth allowed over the memory check")
+    parser.add_argument("--shapes", default="chain,agent",
+                        help=f"comma-separated, of: {', '.join(SHAPES)}")
+    parser.add_argument("--no-save", action="store_true",
+                        help="do not write bench/results/langchain_overhead.json")
     parser.add_argument("--worker", help=argparse.SUPPRESS)
+    parser.add_argument("--shape", default="chain", help=argparse.SUPPRESS)
     parser.add_argument("--memory", type=int, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.worker:
-        return run_worker(args.worker.split(","))
+        return run_worker(args.worker.split(","), args.shape)
     if args.memory is not None:
-        return memory_check(args.memory)
+        return memory_check(args.memory, args.shape)
+    shapes = args.shapes.split(",")
+    unknown = [s for s in shapes if s not in SHAPES]
+    if unknown:
+        parser.error(f"unknown shape(s): {', '.join(unknown)}")
 
     names = [n for n in CONFIGS if available(n)]
     missing = [LABELS[n] for n in CONFIGS if n not in names]
     if missing:
         print("not installed, skipped: " + "; ".join(missing) + " (pip install -e '.[bench]')")
-    print(f"{args.rounds} rounds x {args.invokes} invokes per configuration, interleaved, "
-          "each peer in its own process")
-    wall, cpu, spans = measure(names, args.rounds, args.invokes)
-    report("process CPU time per invoke (all threads; not charged for other processes)", cpu, spans)
-    report("wall time per invoke", wall, spans)
-
-    if args.rss_invokes > 0:
-        out = subprocess.run([sys.executable, __file__, "--memory", str(args.rss_invokes)],
-                             check=True, capture_output=True, text=True).stdout.split()
-        before, after, open_runs = float(out[0]), float(out[1]), int(out[2])
-        growth = after - before
-        print(f"\nmemory: {args.rss_invokes:,} invokes through (b): RSS {before:.1f} MiB -> "
-              f"{after:.1f} MiB ({growth:+.1f} MiB, bound {args.rss_bound_mib:.0f} MiB: "
-              f"{'met' if growth <= args.rss_bound_mib else 'NOT met'}); "
-              f"open runs after: {open_runs}")
+    figures: dict[str, dict[str, Any]] = {}
+    for shape in shapes:
+        print(f"\n#### shape: {shape} -- {args.rounds} rounds x {args.invokes} invokes per "
+              "configuration, interleaved, each peer in its own process")
+        wall, cpu, spans = measure(names, args.rounds, args.invokes, shape)
+        cpu_costs = report("process CPU time per invoke (all threads; not charged for other "
+                           "processes)", cpu, spans)
+        report("wall time per invoke", wall, spans)
+        figures.update(figures_of(shape, cpu_costs))
+        if args.rss_invokes > 0:
+            figures.update(memory_figures(shape, args.rss_invokes, args.rss_bound_mib))
+    if not args.no_save:
+        save(figures, "python bench/langchain_overhead.py " + " ".join(sys.argv[1:]))
     return 0
+
+
+def memory_figures(shape: str, invokes: int, bound_mib: float) -> dict[str, dict[str, Any]]:
+    out = subprocess.run([sys.executable, __file__, "--memory", str(invokes), "--shape", shape],
+                         check=True, capture_output=True, text=True).stdout.split()
+    before, after, open_runs = float(out[0]), float(out[1]), int(out[2])
+    growth = after - before
+    print(f"\nmemory ({shape}): {invokes:,} invokes through (b): RSS {before:.1f} MiB -> "
+          f"{after:.1f} MiB ({growth:+.1f} MiB, bound {bound_mib:.0f} MiB: "
+          f"{'met' if growth <= bound_mib else 'NOT met'}); open runs after: {open_runs}")
+    return {f"{shape}.rss_growth_mib": {
+        "value": round(growth, 1), "unit": "MiB", "target": f"<= {bound_mib:g}",
+        "baseline": "RSS after 1,000 warm-up invokes",
+        "label": f"{shape}: RSS growth over {invokes:,} invokes through RagasCallbackHandler "
+                 f"({open_runs} runs open after)"}}
 
 
 if __name__ == "__main__":

@@ -1,9 +1,12 @@
 import json
+from typing import Any
 
+import pytest
 from opentelemetry import trace
+from opentelemetry.sdk.trace import ReadableSpan
 
 from ragas_trace import semconv as sc
-from ragas_trace.extract import extract_record, find_root
+from ragas_trace.extract import answer_of, extract_record, find_root, question_of
 from ragas_trace.testing import InMemoryTracing
 
 
@@ -104,3 +107,29 @@ def test_no_question_no_record() -> None:
         span.set_attribute(sc.SPAN_KIND, "CHAIN")
     assert extract_record(tracing.spans()) is None
     assert trace.get_current_span() is trace.INVALID_SPAN
+
+
+@pytest.mark.parametrize("state", [
+    {"messages": [{"role": "user", "content": "Where is city3?"}]},
+    {"messages": [{"type": "human", "content": [{"type": "text", "text": "Where is city3?"}]}]},
+    {"messages": [["user", "Where is city3?"]]},
+    {"messages": [{"lc": 1, "type": "constructor", "id": ["langchain", "HumanMessage"],
+                   "kwargs": {"content": "Where is city3?"}}]},
+    {"inputs": {"messages": [{"role": "user", "content": "Earlier"},
+                             {"role": "assistant", "content": "Reply"},
+                             {"role": "user", "content": "Where is city3?"}]}},
+])
+def test_question_from_a_serialised_message_state(state: Any) -> None:
+    span = ReadableSpan("LangGraph", attributes={sc.SPAN_KIND: sc.KIND_CHAIN,
+                                                 sc.INPUT_VALUE: json.dumps(state)})
+    assert question_of(span) == "Where is city3?"
+
+
+def test_answer_from_a_serialised_message_state_skips_tool_calls() -> None:
+    call = {"type": "ai", "content": "", "tool_calls": [{"name": "t", "args": {}, "id": "1"}]}
+    done = {"messages": [{"type": "human", "content": "q"}, call,
+                         {"type": "tool", "content": "r"}, {"type": "ai", "content": "done"}]}
+    for state, answer in ((done, "done"), ({"messages": done["messages"][:2]}, "")):
+        span = ReadableSpan("LangGraph", attributes={sc.SPAN_KIND: sc.KIND_CHAIN,
+                                                     sc.OUTPUT_VALUE: json.dumps(state)})
+        assert answer_of(span) == answer

@@ -14,13 +14,15 @@ from typing import Any
 from opentelemetry.sdk.trace import ReadableSpan
 
 from ragas_trace import semconv as sc
+from ragas_trace._chat_json import latest_text
 from ragas_trace.record import Context, RagRecord
 
 # ``str_or_query_bundle``: OpenLLMetry's LlamaIndex spans record a query engine's
 # bound arguments, a string or a QueryBundle (whose ``query_str`` is then found).
-_QUESTION_KEYS = ("question", "input", "query", "query_str", "str_or_query_bundle", "message",
-                  "prompt")
-_ANSWER_KEYS = ("answer", "output", "result", "response", "text", "content")
+_QUESTION_KEYS = ("question", "input", "query", "query_str", "str_or_query_bundle",
+                  "user_input", "message", "prompt")
+_ANSWER_KEYS = ("answer", "output", "result", "response", "generation", "final_answer", "text",
+                "content")
 _ROOT_KINDS = frozenset({sc.KIND_CHAIN, "AGENT"})
 
 
@@ -128,7 +130,7 @@ def question_of(span: ReadableSpan) -> str | None:
     value = attrs.get(sc.INPUT_VALUE)
     if value is None:
         value = attrs.get(sc.TRACELOOP_ENTITY_INPUT)
-    return _text_from(value, _QUESTION_KEYS)
+    return _text_from(value, _QUESTION_KEYS, "user")
 
 
 def answer_of(span: ReadableSpan) -> str | None:
@@ -136,7 +138,7 @@ def answer_of(span: ReadableSpan) -> str | None:
     value = attrs.get(sc.OUTPUT_VALUE)
     if value is None:
         value = attrs.get(sc.TRACELOOP_ENTITY_OUTPUT)
-    return _text_from(value, _ANSWER_KEYS)
+    return _text_from(value, _ANSWER_KEYS, "assistant")
 
 
 def documents_of(span: ReadableSpan) -> list[Context]:
@@ -174,7 +176,7 @@ def _ancestors(span: ReadableSpan, by_id: Mapping[int, ReadableSpan]) -> Iterabl
         parent = node.parent
 
 
-def _text_from(value: Any, keys: Sequence[str]) -> str | None:
+def _text_from(value: Any, keys: Sequence[str], role: str) -> str | None:
     """A string attribute, or the first known key of a JSON object in it."""
     if not isinstance(value, str):
         return None
@@ -184,12 +186,12 @@ def _text_from(value: Any, keys: Sequence[str]) -> str | None:
             decoded = json.loads(stripped)
         except ValueError:
             return value
-        found = _find_text(decoded, keys, depth=0)
+        found = _find_text(decoded, keys, role, depth=0)
         return found if found is not None else value
     return value
 
 
-def _find_text(obj: Any, keys: Sequence[str], depth: int) -> str | None:
+def _find_text(obj: Any, keys: Sequence[str], role: str, depth: int) -> str | None:
     if depth > 4:
         return None
     if isinstance(obj, str):
@@ -197,18 +199,23 @@ def _find_text(obj: Any, keys: Sequence[str], depth: int) -> str | None:
     if isinstance(obj, Mapping):
         for key in keys:
             if key in obj:
-                found = _find_text(obj[key], keys, depth + 1)
+                found = _find_text(obj[key], keys, role, depth + 1)
                 if found is not None:
                     return found
+        messages = obj.get("messages")
+        if isinstance(messages, list):
+            # A graph's message state: "" when it holds no such message (a turn that
+            # ended on a tool call has no answer), rather than the whole JSON.
+            return latest_text(messages, role) or ""
         # OpenLLMetry wraps entities as {"inputs": {...}} / {"outputs": {...}}; LangChain
         # messages as {"kwargs": {"content": ...}}.
         for wrapper in ("inputs", "outputs", "kwargs", "generations"):
             if wrapper in obj:
-                found = _find_text(obj[wrapper], keys, depth + 1)
+                found = _find_text(obj[wrapper], keys, role, depth + 1)
                 if found is not None:
                     return found
     if isinstance(obj, list) and obj:
-        return _find_text(obj[-1], keys, depth + 1)
+        return _find_text(obj[-1], keys, role, depth + 1)
     return None
 
 

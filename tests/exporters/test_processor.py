@@ -258,7 +258,7 @@ def test_an_abandoned_stream_is_not_scored(make_rig):
     assert len(rig.judge.questions) == 1
 
 
-def test_a_chain_that_never_gets_a_question_is_forgotten(make_rig):
+def test_a_top_level_chain_that_never_gets_a_question_is_unscorable(make_rig):
     rig = make_rig()
     with rig.tracer.start_as_current_span("plain-chain", attributes={
             sc.SPAN_KIND: sc.KIND_CHAIN}):
@@ -266,7 +266,10 @@ def test_a_chain_that_never_gets_a_question_is_forgotten(make_rig):
             pass
     assert len(rig.processor._traces) == 0
     assert [s.name for s in rig.spans()] == ["llm", "plain-chain"]
-    assert status_of(rig.named("plain-chain")[0]) is None
+    root = rig.named("plain-chain")[0].attributes
+    assert root[sc.RAGAS_EVALUATION_STATUS] == "unscorable"
+    assert root[sc.RAGAS_EVALUATION_REASON] == "no_question"
+    assert rig.judge.calls == 0
 
 
 def test_scoring_restarts_in_a_forked_child(make_rig):

@@ -4,6 +4,7 @@ is cheap: no JSON work unless there is metadata to encode."""
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -155,6 +156,13 @@ class Message:
     tool_calls: tuple[tuple[str | None, str, str | None], ...] = ()
 
 
+@functools.lru_cache(maxsize=256)
+def _message_keys(direction: str, index: int) -> tuple[str, str]:
+    # Built once: these run for every message of every model call.
+    return (sc.message_key(direction, index, sc.MESSAGE_ROLE),
+            sc.message_key(direction, index, sc.MESSAGE_CONTENT))
+
+
 def message_attributes(direction: str, messages: Sequence[Message],
                        max_messages: int = 64) -> Iterator[Attribute]:
     """OpenInference ``llm.input_messages.*`` (``direction="input"``) or
@@ -162,9 +170,10 @@ def message_attributes(direction: str, messages: Sequence[Message],
     ``max_messages`` (the latest ones), as the span attribute limit is 128 by default."""
     start = max(0, len(messages) - max_messages)
     for i, message in enumerate(messages[start:]):
-        yield sc.message_key(direction, i, sc.MESSAGE_ROLE), message.role
+        role_key, content_key = _message_keys(direction, i)
+        yield role_key, message.role
         if message.content is not None:
-            yield sc.message_key(direction, i, sc.MESSAGE_CONTENT), message.content
+            yield content_key, message.content
         for j, (call_id, name, arguments) in enumerate(message.tool_calls):
             if call_id:
                 yield sc.tool_call_key(direction, i, j, sc.TOOL_CALL_ID), call_id

@@ -7,6 +7,7 @@ Prometheus exporter's translation gives exactly these series (a test scrapes the
 | histogram `ragas.answer_relevance` | `ragas_answer_relevance_*` | service, app, judge |
 | histogram `ragas.context_relevance` | `ragas_context_relevance_*` | service, app, judge |
 | counter `ragas.evaluations` | `ragas_evaluations_total` | service, app, judge, status |
+| counter `ragas.faithfulness.unscored` | `ragas_faithfulness_unscored_total` | see below |
 | counter `ragas.scorer.dropped` | `ragas_scorer_dropped_total` | reason |
 | gauge `ragas.held_spans` | `ragas_held_spans` | |
 | gauge `ragas.scorer.queue_size` | `ragas_scorer_queue_size` | |
@@ -18,6 +19,15 @@ Prometheus exporter's translation gives exactly these series (a test scrapes the
 ``ragas.export.lost`` counts spans that never reached the backend: ``queue_full``
 (the export queue was full), ``export_failed`` (the exporter failed or raised),
 ``shutdown`` (still queued or in flight at the shutdown deadline).
+
+`ragas_faithfulness_unscored_total` (service, app, judge, reason) counts the
+requests whose faithfulness could not be computed, by ``reason``: a capture gap
+(``no_question``, ``no_context``, ``no_answer``; a request can be ``scored`` on its
+other metrics and still count here), ``no_statements`` (a refusal or empty answer),
+``failed`` / ``timeout`` / ``unscorable`` (the judge gave no scores),
+``stream_abandoned`` / ``stream_error`` (a partial answer). Not sampled and dropped
+requests are not counted (they were not attempted: see the two other counters), nor
+those whose faithfulness was not requested.
 """
 
 from __future__ import annotations
@@ -26,7 +36,7 @@ from collections.abc import Callable, Iterable
 
 from opentelemetry.metrics import CallbackOptions, Meter, MeterProvider, Observation
 
-from ragas_trace.results import Metric
+from ragas_trace.results import Metric, MetricStatus
 from ragas_trace.scorer.outcome import EvaluationStatus, Outcome
 
 METER_NAME = "ragas_trace"
@@ -49,6 +59,9 @@ class ScorerMetrics:
         }
         self._evaluations = meter.create_counter(
             "ragas.evaluations", description="RAG requests by evaluation status")
+        self._faithfulness_unscored = meter.create_counter(
+            "ragas.faithfulness.unscored",
+            description="RAG requests whose faithfulness could not be computed, by reason")
         self._dropped = meter.create_counter(
             "ragas.scorer.dropped", description="RAG requests not scored because a bound was hit")
         self._tokens = meter.create_histogram(
@@ -77,6 +90,9 @@ class ScorerMetrics:
     def evaluation(self, outcome: Outcome, app: str | None, judge: str) -> None:
         attrs = {"service": self.service, "app": app or "", "judge": judge}
         self._evaluations.add(1, {**attrs, "status": str(outcome.status)})
+        reason = faithfulness_gap(outcome)
+        if reason is not None:
+            self._faithfulness_unscored.add(1, {**attrs, "reason": reason})
         scores = outcome.scores
         if scores is None:
             return
@@ -94,6 +110,11 @@ class ScorerMetrics:
         self._evaluations.add(1, {"service": self.service, "app": app or "", "judge": judge,
                                   "status": str(status)})
 
+    def faithfulness_unscored(self, reason: str, app: str | None, judge: str) -> None:
+        """A request the judge was not asked about (no question, partial stream)."""
+        self._faithfulness_unscored.add(1, {"service": self.service, "app": app or "",
+                                            "judge": judge, "reason": reason})
+
     def dropped(self, reason: str) -> None:
         self._dropped.add(1, {"reason": reason})
 
@@ -107,3 +128,18 @@ class ScorerMetrics:
 
     def _observe_queued(self, options: CallbackOptions) -> Iterable[Observation]:
         yield Observation(self._queued())
+
+
+def faithfulness_gap(outcome: Outcome) -> str | None:
+    """Why the judge's outcome has no faithfulness (a ``MetricStatus`` value, or
+    ``failed`` / ``timeout`` / ``unscorable`` when the judge gave no scores); None
+    when it has one, was not requested, or the request was dropped."""
+    if outcome.scores is not None:
+        status = outcome.scores.result(Metric.FAITHFULNESS).status
+        if status in (MetricStatus.SCORED, MetricStatus.SKIPPED):
+            return None
+        return str(status)
+    if outcome.status in (EvaluationStatus.FAILED, EvaluationStatus.TIMEOUT,
+                          EvaluationStatus.UNSCORABLE):
+        return str(outcome.status)
+    return None

@@ -41,9 +41,10 @@ from ragas_trace.exporters.export_queue import ExportQueue
 from ragas_trace.exporters.metrics import ScorerMetrics
 from ragas_trace.exporters.score_attributes import score_attributes
 from ragas_trace.exporters.span_copy import copy_span
-from ragas_trace.exporters.trace_buffer import TraceBuffer
+from ragas_trace.exporters.trace_buffer import Ended, TraceBuffer
 from ragas_trace.extract import extract_record, question_of, span_kind
 from ragas_trace.record import RagRecord
+from ragas_trace.results import MetricStatus
 from ragas_trace.scorer.background import BackgroundScorer
 from ragas_trace.scorer.outcome import EvaluationStatus, Outcome
 from ragas_trace.scorer.sampler import Sampler
@@ -209,8 +210,12 @@ class ScoringSpanProcessor(SpanProcessor):
         # scorer thread.
         kind = span_kind(span)
         candidate = kind in _ROOT_KINDS and question_of(span) is not None
-        if not self._traces.ended(span, kind, candidate):
+        ended = self._traces.ended(span, kind, candidate)
+        if ended is Ended.OTHER:
             self._forward(span)
+            return
+        if ended is Ended.ROOT_WITHOUT_QUESTION:
+            self._unscorable(span, str(MetricStatus.NO_QUESTION))
             return
         descendants = self._traces.take(span)
         if not descendants and span.context and self._traces.was_evicted(span.context.trace_id):
@@ -220,9 +225,7 @@ class ScoringSpanProcessor(SpanProcessor):
         if stream_status in _PARTIAL_STREAMS:
             # The answer is what the user read before the stream stopped: scoring it
             # would grade an answer nobody gave.
-            self.metrics.not_scored(EvaluationStatus.UNSCORABLE, _app_name(span),
-                                    self.scorer.judge_name)
-            self._release(span, EvaluationStatus.UNSCORABLE, f"stream_{stream_status}")
+            self._unscorable(span, f"stream_{stream_status}")
             return
         decision = self.sampler.decide(span)
         if not decision.sampled:
@@ -272,6 +275,14 @@ class ScoringSpanProcessor(SpanProcessor):
                 self.annotations.submit(span, outcome, judge)
             except Exception as exc:
                 record_internal_error("processor.annotations", exc)
+
+    def _unscorable(self, span: ReadableSpan, reason: str) -> None:
+        """A request with nothing the judge could score: counted, and exported with
+        ``unscorable`` and the reason, without a judge call."""
+        app, judge = _app_name(span), self.scorer.judge_name
+        self.metrics.not_scored(EvaluationStatus.UNSCORABLE, app, judge)
+        self.metrics.faithfulness_unscored(reason, app, judge)
+        self._release(span, EvaluationStatus.UNSCORABLE, reason)
 
     def _drop(self, span: ReadableSpan, reason: str) -> None:
         self.metrics.dropped(reason)

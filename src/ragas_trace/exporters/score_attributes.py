@@ -25,6 +25,20 @@ def label(value: float, threshold: float) -> str:
     return PASS if value >= threshold else FAIL
 
 
+# What the collector did not find, as the judge reports it per metric.
+_CAPTURE_GAPS = (MetricStatus.NO_QUESTION, MetricStatus.NO_CONTEXT, MetricStatus.NO_ANSWER)
+
+
+def capture_gap(outcome: Outcome) -> str | None:
+    """``no_context`` etc. (comma-joined) when some metric had no question, passages or
+    answer to work on: the reason of a request scored on its other metrics."""
+    if outcome.scores is None:
+        return None
+    statuses = {r.status for r in outcome.scores.results.values()}
+    gaps = [str(g) for g in _CAPTURE_GAPS if g in statuses]
+    return ",".join(sorted(gaps)) or None
+
+
 def score_attributes(outcome: Outcome, judge: str | None,
                      thresholds: Mapping[str, float]) -> dict[str, AttributeValue]:
     """Status and reason always; scores, labels and judge cost when the judge ran."""
@@ -38,6 +52,9 @@ def score_attributes(outcome: Outcome, judge: str | None,
     scores = outcome.scores
     if scores is None:
         return attrs
+    gap = capture_gap(outcome)
+    if gap is not None and sc.RAGAS_EVALUATION_REASON not in attrs:
+        attrs[sc.RAGAS_EVALUATION_REASON] = gap
     for metric in Metric:
         result = scores.result(metric)
         if result.status is MetricStatus.SKIPPED and not result.reason:

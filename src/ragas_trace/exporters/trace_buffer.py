@@ -13,6 +13,7 @@ import threading
 import time
 from collections import OrderedDict
 from dataclasses import dataclass, field
+from enum import Enum
 
 from opentelemetry import trace as trace_api
 from opentelemetry.sdk.trace import ReadableSpan
@@ -22,6 +23,16 @@ from ragas_trace import semconv as sc
 KEPT_KINDS = frozenset({sc.KIND_RETRIEVER, sc.KIND_LLM})
 MAX_SPANS_PER_TRACE = 4096
 MAX_KEPT_PER_TRACE = 256
+
+
+class Ended(Enum):
+    """What a finished span is to the scorer."""
+
+    OTHER = 0  # not a RAG root: goes downstream as it is
+    ROOT = 1  # the RAG root of its trace
+    # A top-level CHAIN/AGENT span with no question: a request whose question was not
+    # captured. It gets an evaluation status all the same (``unscorable``).
+    ROOT_WITHOUT_QUESTION = 2
 
 
 @dataclass
@@ -70,29 +81,30 @@ class TraceBuffer:
             if root_kind and (has_question or top_level):
                 trace.open_candidates.add(ctx.span_id)
 
-    def ended(self, span: ReadableSpan, kind: str | None, candidate: bool) -> bool:
-        """Record a finished span; ``True`` if it is the RAG root of its trace."""
+    def ended(self, span: ReadableSpan, kind: str | None, candidate: bool) -> Ended:
+        """Record a finished span; what it is to the scorer."""
         ctx = span.context
         if ctx is None:
-            return False
+            return Ended.OTHER
         with self._lock:
             trace = self._traces.get(ctx.trace_id)
             if trace is None:
-                return candidate
+                return Ended.ROOT if candidate else Ended.OTHER
             was_open = ctx.span_id in trace.open_candidates
             trace.open_candidates.discard(ctx.span_id)
             if was_open and not candidate and not trace.open_candidates:
-                # the last possible root ended without a question: nothing to score
+                # The last possible root ended without a question (it was open as a
+                # top-level span): nothing to score, but the gap must show.
                 del self._traces[ctx.trace_id]
-                return False
+                return Ended.ROOT_WITHOUT_QUESTION
             if len(trace.parents) < MAX_SPANS_PER_TRACE:
                 trace.parents.setdefault(ctx.span_id,
                                          span.parent.span_id if span.parent else None)
             if candidate and not self._below_open_candidate(trace, ctx.span_id):
-                return True
+                return Ended.ROOT
             if kind in KEPT_KINDS and len(trace.kept) < MAX_KEPT_PER_TRACE:
                 trace.kept.append(span)
-            return False
+            return Ended.OTHER
 
     def was_evicted(self, trace_id: int) -> bool:
         """Whether the trace was evicted while open (asked once, at its root's end)."""

@@ -59,6 +59,14 @@ class Emitter:
                                        start_time=run.start_ns)
         self._runs.set_span(run, span)
 
+    def add_ended(self, run: Run) -> None:
+        """A run recorded at its end (passages found in a tool's artifact or a step's
+        output): made with the request's spans, or now if those are made already."""
+        if self._runs.add_ended(run):
+            self.start_late(run)
+            if run.span is not None:
+                self._finish(run.span, run)
+
     def evict(self, run: Run, now_ns: int) -> None:
         if run.root is run:
             run.evicted = True

@@ -1,9 +1,13 @@
 """``RagasCallbackHandler``: one OpenTelemetry trace per LangChain root run.
 
-Spans are made for the root run (CHAIN, with question and answer), each retriever
-run (RETRIEVER, with its passages) and each model call (LLM, with model and token
-usage); every other run only maps to its nearest spanned ancestor. The callbacks
-record; the spans are made when the root run ends (``_emit``). Each callback is
+Spans are made for the root run (CHAIN, with question, answer and the LangGraph
+thread as ``session.id``), each retriever run (RETRIEVER, with its passages), each
+tool call (TOOL, with its input and output) and each model call (LLM, with model,
+token usage, prompt and completion messages). Passages that arrive without a
+retriever run (a tool's artifact, Documents a graph node writes into its state)
+get a RETRIEVER span too. Every other run only maps to its nearest spanned
+ancestor. The callbacks record; the spans are made when the root run ends
+(``_emit``). Each callback is
 wrapped so that nothing raises into the chain, and a run is ended even when
 building its attributes fails."""
 
@@ -25,7 +29,7 @@ from ragas_trace import semconv as sc
 from ragas_trace._internal_errors import record_internal_error
 from ragas_trace.collectors import _attributes as attributes
 from ragas_trace.collectors import _settings
-from ragas_trace.collectors.langchain import _values
+from ragas_trace.collectors.langchain import _found_documents, _span_attributes, _values
 from ragas_trace.collectors.langchain._emit import Emitter
 from ragas_trace.collectors.langchain._runs import Run, RunMap
 
@@ -58,7 +62,8 @@ class RagasCallbackHandler(BaseCallbackHandler):
     # per event; our callbacks are short and never block.
     run_inline = True
     raise_error = False
-    ignore_agent = True
+    # langchain-core delivers on_tool_* only to handlers that do not ignore agents.
+    ignore_agent = False
     ignore_retry = True
     ignore_custom_event = True
 
@@ -77,8 +82,10 @@ class RagasCallbackHandler(BaseCallbackHandler):
         self._tracer = trace.get_tracer(_SCOPE, tracer_provider=tracer_provider)
         self._app_name = app_name
         self._run_ttl_s = _settings.setting(_settings.RUN_TTL_S, run_ttl_s)
-        self._runs = RunMap(self._run_ttl_s,
-                            _settings.setting(_settings.MAX_OPEN_RUNS, max_open_runs))
+        self._max_steps = _settings.setting(_settings.MAX_OPEN_RUNS, max_open_runs)
+        self._runs = RunMap(self._run_ttl_s, self._max_steps)
+        # Open steps inside requests: run id -> (name, start ns).
+        self._steps: dict[int, tuple[str, int]] = {}
         limit = SpanLimits().max_span_attributes
         self._document_attributes = attributes.DocumentAttributes(
             _values.write_document, "langchain.document",
@@ -98,26 +105,41 @@ class RagasCallbackHandler(BaseCallbackHandler):
     # Chains -------------------------------------------------------------------
 
     def on_chain_start(self, serialized: dict[str, Any] | None, inputs: Any, *, run_id: UUID,
-                       parent_run_id: UUID | None = None, **kwargs: Any) -> None:
+                       parent_run_id: UUID | None = None,
+                       metadata: dict[str, Any] | None = None, **kwargs: Any) -> None:
         try:
+            name = _run_name(serialized, kwargs, "chain")
             if parent_run_id is not None and self._runs.link(run_id.int, parent_run_id.int):
+                # A step inside a request (a graph node, a task): its name and start
+                # name the passages it may return.
+                if len(self._steps) >= self._max_steps:
+                    self._steps.clear()  # steps that never ended; only names are lost
+                self._steps[run_id.int] = (name, time.time_ns())
                 return
-            self._start_root(run_id, _run_name(serialized, kwargs, "chain"), None, inputs)
+            self._start_root(run_id, name, None, inputs, metadata)
         except Exception as exc:
             record_internal_error("langchain.on_chain_start", exc)
 
     def on_chain_end(self, outputs: Any, *, run_id: UUID, **kwargs: Any) -> None:
         try:
             run = self._runs.pop(run_id.int)
-            if run is not None and not run.suppressed:
+            if run is None or run.root.suppressed:
+                return
+            step = self._steps.pop(run_id.int, None)
+            if run.run_id == run_id.int:
                 self._end_root_chain(run, outputs, kwargs.get("inputs"), None)
+            else:
+                for key, docs in _found_documents.in_output(outputs):
+                    name, start = step if step is not None else (key, None)
+                    self._found(run, name, docs, None, start)
         except Exception as exc:
             record_internal_error("langchain.on_chain_end", exc)
 
     def on_chain_error(self, error: BaseException, *, run_id: UUID, **kwargs: Any) -> None:
         try:
             run = self._runs.pop(run_id.int)
-            if run is not None and not run.suppressed:
+            self._steps.pop(run_id.int, None)
+            if run is not None and run.run_id == run_id.int and not run.suppressed:
                 self._end_root_chain(run, None, kwargs.get("inputs"), error)
         except Exception as exc:
             record_internal_error("langchain.on_chain_error", exc)
@@ -138,7 +160,9 @@ class RagasCallbackHandler(BaseCallbackHandler):
     def on_retriever_end(self, documents: Sequence[Any], *, run_id: UUID,
                          **kwargs: Any) -> None:
         try:
-            self._end_child(run_id, self._document_attributes, documents, None)
+            run = self._end_child(run_id, self._document_attributes, documents, None)
+            if run is not None:
+                run.root.retrieved.append(documents)
         except Exception as exc:
             record_internal_error("langchain.on_retriever_end", exc)
 
@@ -154,7 +178,7 @@ class RagasCallbackHandler(BaseCallbackHandler):
                             run_id: UUID, parent_run_id: UUID | None = None,
                             metadata: dict[str, Any] | None = None, **kwargs: Any) -> None:
         try:
-            self._start_llm(serialized, run_id, parent_run_id, metadata, kwargs)
+            self._start_llm(serialized, messages, run_id, parent_run_id, metadata, kwargs)
         except Exception as exc:
             record_internal_error("langchain.on_chat_model_start", exc)
 
@@ -162,13 +186,13 @@ class RagasCallbackHandler(BaseCallbackHandler):
                      parent_run_id: UUID | None = None, metadata: dict[str, Any] | None = None,
                      **kwargs: Any) -> None:
         try:
-            self._start_llm(serialized, run_id, parent_run_id, metadata, kwargs)
+            self._start_llm(serialized, prompts, run_id, parent_run_id, metadata, kwargs)
         except Exception as exc:
             record_internal_error("langchain.on_llm_start", exc)
 
     def on_llm_end(self, response: Any, *, run_id: UUID, **kwargs: Any) -> None:
         try:
-            self._end_child(run_id, _usage_attributes, response, None)
+            self._end_child(run_id, _span_attributes.completion_attributes, response, None)
         except Exception as exc:
             record_internal_error("langchain.on_llm_end", exc)
 
@@ -178,26 +202,42 @@ class RagasCallbackHandler(BaseCallbackHandler):
         except Exception as exc:
             record_internal_error("langchain.on_llm_error", exc)
 
-    # Tools: no spans, but their children must still find the request. ----------
+    # Tools --------------------------------------------------------------------
 
     def on_tool_start(self, serialized: dict[str, Any] | None, input_str: Any, *,
                       run_id: UUID, parent_run_id: UUID | None = None, **kwargs: Any) -> None:
         try:
-            if parent_run_id is not None:
-                self._runs.link(run_id.int, parent_run_id.int)
+            name = _run_name(serialized, kwargs, "tool")
+            self._start_child(run_id, parent_run_id, name, _span_attributes.tool_start_attributes(
+                name, serialized, input_str, kwargs))
         except Exception as exc:
             record_internal_error("langchain.on_tool_start", exc)
 
     def on_tool_end(self, output: Any, *, run_id: UUID, **kwargs: Any) -> None:
-        self._forget(run_id, "langchain.on_tool_end")
+        try:
+            run = self._runs.pop(run_id.int)
+            if run is None or run.run_id != run_id.int or run.suppressed:
+                return
+            try:
+                docs = _found_documents.in_artifact(output)
+                if docs:
+                    self._found(run, run.name, docs, _span_attributes.tool_input(run.attrs),
+                                run.start_ns)
+            finally:
+                self._end_run(run, _span_attributes.tool_end_attributes, output, None)
+        except Exception as exc:
+            record_internal_error("langchain.on_tool_end", exc)
 
     def on_tool_error(self, error: BaseException, *, run_id: UUID, **kwargs: Any) -> None:
-        self._forget(run_id, "langchain.on_tool_error")
+        try:
+            self._end_child(run_id, None, None, error)
+        except Exception as exc:
+            record_internal_error("langchain.on_tool_error", exc)
 
     # Internals ----------------------------------------------------------------
 
     def _start_root(self, run_id: UUID, name: str, attrs: dict[str, Any] | None,
-                    inputs: Any) -> None:
+                    inputs: Any, metadata: Mapping[str, Any] | None = None) -> None:
         """A new request: a root chain (``attrs`` None), or a retriever or model called
         on its own."""
         run = Run(run_id.int, None, name=name, start_ns=time.time_ns())
@@ -213,6 +253,8 @@ class RagasCallbackHandler(BaseCallbackHandler):
             run.question_known = question is not None
             run.attrs = self._chain_attributes(name).copy()
             run.attrs.update(attributes.input_attributes(question))
+            if metadata:
+                run.attrs.update(attributes.session_attributes(_values.session_of(metadata)))
         run.ctx = ctx
         self._evict(self._runs.add_root(run))
 
@@ -228,7 +270,7 @@ class RagasCallbackHandler(BaseCallbackHandler):
             if self._runs.add_child(run):
                 self._emitter.start_late(run)
 
-    def _start_llm(self, serialized: dict[str, Any] | None, run_id: UUID,
+    def _start_llm(self, serialized: dict[str, Any] | None, messages: Any, run_id: UUID,
                    parent_run_id: UUID | None, metadata: Mapping[str, Any] | None,
                    kwargs: Mapping[str, Any]) -> None:
         invocation = kwargs.get("invocation_params")
@@ -238,16 +280,24 @@ class RagasCallbackHandler(BaseCallbackHandler):
         if base is None:
             base = self._remember(self._llm_attrs, (model, provider),
                                   dict(attributes.llm_attributes(model, provider, None, None)))
-        self._start_child(run_id, parent_run_id, _run_name(serialized, kwargs, "llm"),
-                          base.copy())
+        attrs = base.copy()
+        try:
+            attrs.update(_span_attributes.prompt_attributes(messages))
+        finally:
+            self._start_child(run_id, parent_run_id, _run_name(serialized, kwargs, "llm"), attrs)
 
     def _end_child(self, run_id: UUID, build: _Build | None, value: Any,
-                   error: BaseException | None) -> None:
-        """End a retriever or model run with what ``build(value)`` gives; ended even
-        when that fails (the failure is then recorded by the caller)."""
+                   error: BaseException | None) -> Run | None:
+        """End a retriever, model or tool run with what ``build(value)`` gives; ended
+        even when that fails (the failure is then recorded by the caller)."""
         run = self._runs.pop(run_id.int)
-        if run is None or run.suppressed:
-            return
+        if run is None or run.run_id != run_id.int or run.suppressed:
+            return None
+        self._end_run(run, build, value, error)
+        return run
+
+    def _end_run(self, run: Run, build: _Build | None, value: Any,
+                 error: BaseException | None) -> None:
         attrs = None
         try:
             if build is not None:
@@ -290,11 +340,22 @@ class RagasCallbackHandler(BaseCallbackHandler):
             cache[key] = attrs
         return attrs
 
-    def _forget(self, run_id: UUID, where: str) -> None:
-        try:
-            self._runs.pop(run_id.int)
-        except Exception as exc:
-            record_internal_error(where, exc)
+    def _found(self, parent: Run, name: str, docs: Sequence[Any], query: str | None,
+               start_ns: int | None) -> None:
+        """A RETRIEVER span under ``parent`` for the passages of ``docs`` not yet seen
+        in the request (from ``start_ns``, default now, to now)."""
+        root = parent.root
+        fresh = _found_documents.unseen(docs, root.retrieved)
+        if not fresh or root.suppressed:
+            return
+        root.retrieved.append(fresh)
+        attrs = _RETRIEVER_ATTRIBUTES.copy()
+        attrs.update(attributes.input_attributes(query))
+        self._document_attributes.add(attrs, fresh)
+        now = time.time_ns()
+        run = Run(0, root, parent, name, attrs, now if start_ns is None else start_ns)
+        run.end_ns = now
+        self._emitter.add_ended(run)
 
     def _evict(self, victims: list[Run]) -> None:
         now = time.time_ns()
@@ -305,14 +366,6 @@ class RagasCallbackHandler(BaseCallbackHandler):
                     self._emitter.evict(run, now)
                 except Exception as exc:
                     record_internal_error("langchain.evict", exc)
-
-
-def _usage_attributes(response: Any) -> dict[str, Any]:
-    attrs: dict[str, Any] = dict(attributes.usage_attributes(*_values.usage_of(response)))
-    model = _values.response_model_of(response)
-    if model is not None:
-        attrs[sc.GEN_AI_RESPONSE_MODEL] = model
-    return attrs
 
 
 def _run_name(serialized: Mapping[str, Any] | None, kwargs: Mapping[str, Any],

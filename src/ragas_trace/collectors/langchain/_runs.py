@@ -36,8 +36,8 @@ class Run:
     """
 
     __slots__ = ("_child_context", "attrs", "children", "ctx", "emitted", "end_ns", "error",
-                 "evicted", "name", "open_children", "parent", "question_known", "root",
-                 "run_id", "span", "start_ns", "started", "streaming", "suppressed")
+                 "evicted", "name", "open_children", "parent", "question_known", "retrieved",
+                 "root", "run_id", "span", "start_ns", "started", "streaming", "suppressed")
 
     def __init__(self, run_id: int, root: Run | None, parent: Run | None = None,
                  name: str = "", attrs: dict[str, Any] | None = None,
@@ -63,6 +63,9 @@ class Run:
         self.emitted = False
         self.streaming = False
         self.question_known = False
+        # Root only: the document lists recorded so far, so that the same passages
+        # arriving again (a tool's artifact, a state snapshot) are not counted twice.
+        self.retrieved: list[Any] = []
         self._child_context: otel_context.Context | None = None
 
     def child_context(self) -> otel_context.Context:
@@ -162,14 +165,22 @@ class RunMap:
             return self._evict_locked(now - self._ttl_s)
 
     def pop(self, run_id: int) -> Run | None:
-        """Forget a run; returns its ``Run`` only when that run owns it."""
+        """Forget a run; returns the ``Run`` it mapped to (its own when
+        ``run.run_id == run_id``, else its nearest spanned ancestor's)."""
         with self._lock:
             run = self._runs.pop(run_id, None)
-            if run is None or run.run_id != run_id:
-                return None
-            if run.root is not run:
+            if run is not None and run.run_id == run_id and run.root is not run:
                 run.root.open_children -= 1
             return run
+
+    def add_ended(self, run: Run) -> bool:
+        """Add a run that has no events of its own (it is ended already); True when
+        its request's spans are made already (the caller then makes its span)."""
+        root = run.root
+        with self._lock:
+            if not root.emitted:
+                root.children.append(run)
+            return root.emitted
 
     def _evict_locked(self, cutoff: float) -> list[Run]:
         victims: list[Run] = []

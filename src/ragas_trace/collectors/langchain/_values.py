@@ -4,20 +4,26 @@ for shapes it does not know: a chain's odd input must never cost the user a trac
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import json
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
+from uuid import UUID
 
 from langchain_core.documents import Document
 
 from ragas_trace.collectors._attributes import DocumentKeys, as_text, metadata_json
+from ragas_trace.collectors.langchain import _messages
 
-QUESTION_KEYS = ("question", "input", "query", "query_str", "message", "prompt")
-ANSWER_KEYS = ("answer", "output", "result", "response", "text", "content")
+QUESTION_KEYS = ("question", "input", "query", "query_str", "user_input", "message", "prompt")
+# ``generation``: the LangGraph corrective / self-RAG tutorials' state key.
+ANSWER_KEYS = ("answer", "output", "result", "response", "generation", "final_answer", "text",
+               "content")
 # Vector stores put a similarity score in metadata under one of these names.
 _SCORE_KEYS = ("score", "relevance_score", "similarity_score", "_score")
 # Below, ``type(x) is dict or isinstance(x, Mapping)``: the ABC check is slow, and
 # these run for every passage of every request.
 _MAX_DEPTH = 3
+_JSON = json.JSONEncoder(default=str, ensure_ascii=False)
 
 
 def is_stream_placeholder(inputs: Any) -> bool:
@@ -27,14 +33,36 @@ def is_stream_placeholder(inputs: Any) -> bool:
 
 
 def question_of(inputs: Any) -> str | None:
-    return _text_of(inputs, QUESTION_KEYS, 0)
+    """A str input, the usual keys of a dict input, or the latest user message of a
+    ``{"messages": [...]}`` (agent / graph state) or message-list input."""
+    return _text_of(inputs, QUESTION_KEYS, _messages.latest_user_text, 0)
 
 
 def answer_of(outputs: Any) -> str | None:
-    return _text_of(outputs, ANSWER_KEYS, 0)
+    """A str output, the usual keys of a dict output, or the final assistant text of a
+    ``{"messages": [...]}`` state (never a tool-call message), else an agent's
+    ``structured_response`` (``create_agent(response_format=...)``) as JSON."""
+    found = _text_of(outputs, ANSWER_KEYS, _messages.final_answer, 0)
+    if found is None and type(outputs) is dict and "structured_response" in outputs:
+        return _structured(outputs["structured_response"])
+    return found
 
 
-def _text_of(value: Any, keys: Sequence[str], depth: int) -> str | None:
+def _structured(value: Any) -> str | None:
+    if isinstance(value, str):
+        return value
+    dump = getattr(value, "model_dump_json", None)  # a pydantic model
+    if callable(dump):
+        text = dump()
+        return text if isinstance(text, str) else None
+    try:
+        return _JSON.encode(value)
+    except (TypeError, ValueError):
+        return None
+
+
+def _text_of(value: Any, keys: Sequence[str], from_messages: Callable[[Any], str | None],
+             depth: int) -> str | None:
     if type(value) is str:
         return value
     if isinstance(value, str):
@@ -45,33 +73,22 @@ def _text_of(value: Any, keys: Sequence[str], depth: int) -> str | None:
     if isinstance(value, Mapping):
         for key in keys:
             if key in value:
-                return _text_of(value[key], keys, depth + 1)
+                return _text_of(value[key], keys, from_messages, depth + 1)
+        if "messages" in value:
+            return from_messages(value["messages"])
         return None
     content = getattr(value, "content", None)
     if content is not None:
-        return _message_text(content)
+        return _messages.content_text(content)
     text = as_text(value)
     if text is not None:
         return text
     if isinstance(value, list) and value:
-        # A list of messages: the question is the last one.
-        return _text_of(value[-1], keys, depth + 1)
+        found = from_messages(value)
+        if found is None and isinstance(value[-1], str | bytes):
+            return _text_of(value[-1], keys, from_messages, depth + 1)
+        return found
     return None
-
-
-def _message_text(content: Any) -> str | None:
-    """A message's ``content``: a str, or a list of str / ``{"type": "text"}`` blocks."""
-    if isinstance(content, str):
-        return str.__str__(content)
-    if isinstance(content, list):
-        texts: list[str] = []
-        for block in content:
-            text = block if isinstance(block, str) else (
-                block.get("text") if isinstance(block, Mapping) else None)
-            if isinstance(text, str):
-                texts.append(text)
-        return "".join(texts) if texts else None
-    return as_text(content)
 
 
 def write_document(attrs: dict[str, Any], keys: DocumentKeys, doc: Any) -> None:
@@ -158,3 +175,19 @@ def response_model_of(response: Any) -> str | None:
 
 def _int(value: Any) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+# LangGraph copies ``configurable.thread_id`` into the run's metadata; the other two
+# are the keys LangSmith groups conversations by.
+_SESSION_KEYS = ("thread_id", "session_id", "conversation_id")
+
+
+def session_of(metadata: Mapping[str, Any]) -> str | None:
+    """The conversation a request belongs to, from its root run's metadata."""
+    for key in _SESSION_KEYS:
+        value = metadata.get(key)
+        if isinstance(value, str) and value:
+            return value
+        if isinstance(value, int | UUID) and not isinstance(value, bool):
+            return str(value)
+    return None

@@ -1,0 +1,66 @@
+"""Passages that arrive without a retriever run: the Documents a tool returns as its
+artifact (``@tool(response_format="content_and_artifact")``, ``ToolMessage.artifact``)
+and the Documents a graph node or chain step writes into its output (LangGraph state
+updates such as ``{"context": [Document, ...]}``, also inside ``Command(update=...)``).
+
+Apps usually get these from ``vector_store.similarity_search``, which makes no
+callback, so they are the only trace of the retrieval. The same Documents often pass
+by more than once in one request (a retriever run inside the tool whose artifact
+they are, a later node handing the state on): only passages not yet seen in the
+request are recorded (``unseen``)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Sequence
+from typing import Any
+
+from langchain_core.documents import Document
+
+# How deep a node's output is searched: a list of Commands, each with an update dict.
+_MAX_DEPTH = 2
+
+
+def _documents(value: Any) -> list[Document] | None:
+    if type(value) is list and value and isinstance(value[0], Document):
+        docs = [d for d in value if isinstance(d, Document)]
+        return docs
+    return None
+
+
+def in_artifact(output: Any) -> list[Document] | None:
+    """The Documents of a tool's ``ToolMessage.artifact``, if it holds any."""
+    return _documents(getattr(output, "artifact", None))
+
+
+def in_output(outputs: Any, depth: int = 0) -> Iterator[tuple[str, list[Document]]]:
+    """``(state key, documents)`` for each list of Documents a step returned."""
+    if type(outputs) is dict:
+        for key, value in outputs.items():
+            docs = _documents(value)
+            if docs is not None:
+                yield str(key), docs
+        return
+    docs = _documents(outputs)
+    if docs is not None:
+        yield "documents", docs
+        return
+    if depth >= _MAX_DEPTH:
+        return
+    if type(outputs).__name__ == "Command":  # langgraph.types.Command(update=...)
+        update = getattr(outputs, "update", None)
+        if type(update) is dict:
+            yield from in_output(update, depth + 1)
+    elif type(outputs) is list and outputs and not isinstance(outputs[0], str | Document):
+        for item in outputs:
+            yield from in_output(item, depth + 1)
+
+
+def unseen(docs: Sequence[Document], seen_lists: Iterable[Sequence[Any]]) -> list[Document]:
+    """``docs`` minus the passages (by text) already in ``seen_lists``."""
+    seen = {getattr(d, "page_content", None) for lst in seen_lists for d in lst}
+    fresh: list[Document] = []
+    for doc in docs:
+        if doc.page_content not in seen:
+            seen.add(doc.page_content)
+            fresh.append(doc)
+    return fresh
