@@ -59,3 +59,26 @@ def test_prometheus_names_and_labels():
     assert {s["type"] for s in found["ragas_judge_tokens_bucket"]} == {"prompt", "completion"}
     assert "ragas_judge_duration_seconds_bucket" in found
     assert {s["judge"] for s in found["ragas_judge_duration_seconds_count"]} == {"scripted"}
+
+
+def test_faithfulness_squares_give_the_variance_the_alert_rules_read():
+    rt = ragas_trace.setup(service_name="svc", judge=ScriptedJudge(0.8), metrics_port=0,
+                           metrics_host="127.0.0.1", tracer_provider=TracerProvider(),
+                           exporter=InMemorySpanExporter())
+    try:
+        tracer = rt.tracer_provider.get_tracer("t")
+        rag_request(tracer)
+        rag_request(tracer)
+        assert rt.force_flush(timeout_s=10)
+        port = rt.metrics_port
+        assert port is not None
+        found = samples(port)
+    finally:
+        rt.shutdown(timeout_s=5)
+    [squares] = found["ragas_faithfulness_squares_total"]
+    assert {"service": "svc", "app": "test-app", "judge": "scripted"}.items() <= squares.items()
+    assert float(squares["value"]) == 2 * 0.8 * 0.8
+    [count] = found["ragas_faithfulness_count"]
+    [total] = found["ragas_faithfulness_sum"]
+    mean = float(total["value"]) / float(count["value"])
+    assert abs(float(squares["value"]) / float(count["value"]) - mean**2) < 1e-9
