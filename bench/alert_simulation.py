@@ -11,13 +11,15 @@ some partial scores (0.98). The drops mix in the demo's unfaithful answers."""
 from __future__ import annotations
 
 import argparse
+import json
 import sys
+from typing import Any
 
 import numpy as np
 
 from ragas_trace.alerting import Scenario, ScoreMix, default_rules, load_scores, simulate
 from ragas_trace.alerting.promtool_eval import find_promtool
-from results_file import write_results
+from results_file import RESULTS, write_results
 
 PAGES = ("RagasFaithfulnessDrop", "RagasFaithfulnessLow")
 RATES = (0.2, 0.01)
@@ -35,11 +37,36 @@ def healthy_levels(rng: np.random.Generator) -> dict[str, np.ndarray]:
     return {"demo blended to 0.60": blended, "demo local judge": demo, "LLM-judge mix": llm}
 
 
+def markdown_table(figures: dict[str, Any]) -> str:
+    """The docs' table (docs/guides/alerting.md) from the saved figures."""
+    def delay(result: dict[str, Any]) -> str:
+        if result["median_min"] is None:
+            return f"{result['detected']}/{result['runs']}, -"
+        p90 = "-" if result["p90_min"] is None else f"{result['p90_min']:g}"
+        return f"{result['detected']}/{result['runs']}, {result['median_min']:g} / {p90}"
+
+    lines = ["| scored/s | healthy mean | drop | Drop: caught, median / p90 min | "
+             "Low: caught, median / p90 min | false pages / week |",
+             "| --- | --- | --- | --- | --- | --- |"]
+    for key, figure in figures.items():
+        rate, _, mean, _, drop = key.split()
+        drop_alert, low = (figure["alerts"][a] for a in PAGES)
+        lines.append(f"| {rate.removesuffix('/s')} | {mean} | {drop} | {delay(drop_alert)} | "
+                     f"{delay(low)} | {figure['false_pages_per_week']:g} |")
+    return "\n".join(lines)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--runs", type=int, default=10)
     parser.add_argument("--steady-days", type=float, default=7.0)
+    parser.add_argument("--table", action="store_true",
+                        help="print the saved figures as the docs' Markdown table")
     args = parser.parse_args()
+    if args.table:
+        saved = json.loads((RESULTS / "alert_simulation.json").read_text(encoding="utf-8"))
+        print(markdown_table(saved["figures"]))
+        return 0
     promtool = find_promtool()
     bad = load_scores(None, "bad")
     figures = {}
