@@ -19,13 +19,20 @@ _HISTOGRAMS = ("ragas_faithfulness", "ragas_answer_relevance", "ragas_context_re
 EXPORTED_SERIES = frozenset(
     {f"{h}_{suffix}" for h in _HISTOGRAMS for suffix in ("bucket", "sum", "count")}
     | {"ragas_evaluations_total", "ragas_faithfulness_unscored_total",
-       "ragas_scorer_dropped_total", "ragas_held_spans", "ragas_scorer_queue_size"}
+       "ragas_scorer_dropped_total", "ragas_held_spans", "ragas_scorer_queue_size",
+       "ragas_faithfulness_squares_total"}
 )
 _METRIC_NAME = re.compile(r"\b(ragas_[a-z_]+)\b")
+_RECORDED_NAME = re.compile(r"\bragas:[a-z_]+(?::\w+)?")
 
 
 def metric_names(expr: str) -> set[str]:
     return set(_METRIC_NAME.findall(expr))
+
+
+def recorded_names(expr: str) -> set[str]:
+    """The recording rules' series (``ragas:faithfulness_mean:10m``) an expression reads."""
+    return set(_RECORDED_NAME.findall(expr))
 
 
 def load_yaml(path: Path) -> Any:
@@ -35,6 +42,6 @@ def load_yaml(path: Path) -> Any:
 
 def run_promtool(promtool: str, *args: str, cwd: Path | None = None) -> str:
     done = subprocess.run([promtool, *args], cwd=cwd, capture_output=True, text=True,
-                          timeout=60, check=False)
+                          timeout=300, check=False)
     assert done.returncode == 0, done.stdout + done.stderr
     return done.stdout

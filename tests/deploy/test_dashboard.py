@@ -5,7 +5,15 @@ from typing import Any
 
 import pytest
 import yaml
-from deploy_kit import DEPLOY, EXPORTED_SERIES, load_yaml, metric_names, run_promtool
+from deploy_kit import (
+    DEPLOY,
+    EXPORTED_SERIES,
+    RULES,
+    load_yaml,
+    metric_names,
+    recorded_names,
+    run_promtool,
+)
 
 DASHBOARD = DEPLOY / "grafana" / "dashboards" / "ragas-trace.json"
 DATASOURCES = DEPLOY / "grafana" / "provisioning" / "datasources" / "datasources.yaml"
@@ -57,12 +65,17 @@ def test_panels_do_not_overlap() -> None:
         cells |= mine
 
 
-def test_queries_read_only_exported_metrics() -> None:
+def _recorded() -> set[str]:
+    return {r["record"] for g in load_yaml(RULES)["groups"] for r in g["rules"] if "record" in r}
+
+
+def test_queries_read_only_exported_metrics_and_recorded_rules() -> None:
     used: set[str] = set()
     for title, expr in _promql():
-        names = metric_names(expr)
-        assert names, title
+        names, recorded = metric_names(expr), recorded_names(expr)
+        assert names or recorded, title
         assert names <= EXPORTED_SERIES, (title, names - EXPORTED_SERIES)
+        assert recorded <= _recorded(), (title, recorded - _recorded())
         used |= names
     for variable in _dashboard()["templating"]["list"]:
         if variable["type"] == "query":
@@ -72,6 +85,24 @@ def test_queries_read_only_exported_metrics() -> None:
         assert {f"ragas_{metric}_sum", f"ragas_{metric}_bucket"} <= used
     assert {"ragas_evaluations_total", "ragas_scorer_dropped_total", "ragas_held_spans",
             "ragas_scorer_queue_size"} <= used
+
+
+def test_the_alert_panels_show_what_the_page_reads() -> None:
+    alerting = next(p for p in _panels() if "standard errors" in p["title"])
+    [target] = alerting["targets"]
+    assert recorded_names(target["expr"]) == {"ragas:faithfulness_drop_z"}
+    drop = next(r for g in load_yaml(RULES)["groups"] for r in g["rules"]
+                if r.get("alert") == "RagasFaithfulnessDrop")
+    steps = alerting["fieldConfig"]["defaults"]["thresholds"]["steps"]
+    shown = {f"> {s['value']:g}" for s in steps if s["value"] is not None}
+    # The line drawn is one of the thresholds the alert applies.
+    assert shown and all(line in drop["expr"] for line in shown)
+    for panel in _panels():
+        for target in panel.get("targets", []):
+            for grouping in re.findall(r"by \(([^)]*)\)", target.get("expr", "")):
+                labels = {g.strip() for g in grouping.split(",")}
+                if "app" in labels:
+                    assert {"service", "app", "judge"} <= labels, panel["title"]
 
 
 def test_pass_rate_thresholds_are_histogram_bucket_bounds() -> None:

@@ -85,3 +85,26 @@ def test_export_loss_is_scraped_by_reason():
     # root, retriever, LLM and the evaluation span
     assert found["ragas_export_lost_total"] == [
         {"signal": "traces", "reason": "export_failed", "value": "4.0"}]
+
+
+def test_faithfulness_squares_give_the_variance_the_alert_rules_read():
+    rt = ragas_trace.setup(service_name="svc", judge=ScriptedJudge(0.8), metrics_port=0,
+                           metrics_host="127.0.0.1", tracer_provider=TracerProvider(),
+                           exporter=InMemorySpanExporter())
+    try:
+        tracer = rt.tracer_provider.get_tracer("t")
+        rag_request(tracer)
+        rag_request(tracer)
+        assert rt.force_flush(timeout_s=10)
+        port = rt.metrics_port
+        assert port is not None
+        found = samples(port)
+    finally:
+        rt.shutdown(timeout_s=5)
+    [squares] = found["ragas_faithfulness_squares_total"]
+    assert {"service": "svc", "app": "test-app", "judge": "scripted"}.items() <= squares.items()
+    assert abs(float(squares["value"]) - 2 * 0.8 * 0.8) < 1e-9
+    [count] = found["ragas_faithfulness_count"]
+    [total] = found["ragas_faithfulness_sum"]
+    mean = float(total["value"]) / float(count["value"])
+    assert abs(float(squares["value"]) / float(count["value"]) - mean**2) < 1e-9

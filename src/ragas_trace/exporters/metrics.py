@@ -6,6 +6,7 @@ Prometheus exporter's translation gives exactly these series (a test scrapes the
 | histogram `ragas.faithfulness` | `ragas_faithfulness_bucket/_sum/_count` | service, app, judge |
 | histogram `ragas.answer_relevance` | `ragas_answer_relevance_*` | service, app, judge |
 | histogram `ragas.context_relevance` | `ragas_context_relevance_*` | service, app, judge |
+| counter `ragas.faithfulness.squares` | `ragas_faithfulness_squares_total` | service, app, judge |
 | counter `ragas.evaluations` | `ragas_evaluations_total` | service, app, judge, status |
 | counter `ragas.faithfulness.unscored` | `ragas_faithfulness_unscored_total` | see below |
 | counter `ragas.scorer.dropped` | `ragas_scorer_dropped_total` | reason |
@@ -57,6 +58,11 @@ class ScorerMetrics:
                 explicit_bucket_boundaries_advisory=SCORE_BUCKETS)
             for metric in Metric
         }
+        # With the histogram's _sum and _count, the variance of the scores: what the
+        # alert rules measure a drop in (deploy/prometheus/rules/ragas-alerts.yml).
+        self._faithfulness_squares = meter.create_counter(
+            "ragas.faithfulness.squares",
+            description="sum of the squared faithfulness scores of scored requests")
         self._evaluations = meter.create_counter(
             "ragas.evaluations", description="RAG requests by evaluation status")
         self._faithfulness_unscored = meter.create_counter(
@@ -101,6 +107,8 @@ class ScorerMetrics:
                 value = scores.result(metric).value
                 if value is not None:
                     histogram.record(value, attrs)
+                    if metric is Metric.FAITHFULNESS:
+                        self._faithfulness_squares.add(value * value, attrs)
         self._tokens.record(scores.usage.prompt_tokens, {"type": "prompt"})
         self._tokens.record(scores.usage.completion_tokens, {"type": "completion"})
         if outcome.duration_s:

@@ -1,0 +1,106 @@
+"""The shipped alert rules on simulated traffic (``ragas-trace alerts simulate``'s
+engine, evaluated by promtool): detection delay after a faithfulness drop and false
+pages per simulated week, for three healthy levels x three drops x two rates.
+
+    .venv/bin/python bench/alert_simulation.py [--runs 10] [--steady-days 7]
+
+Healthy levels: the demo's local-judge scores (mean 0.87); the same blended with the
+demo's unfaithful answers to a mean of 0.60; and an LLM judge's mix, mostly 1.0 with
+some partial scores (0.98). The drops mix in the demo's unfaithful answers."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Any
+
+import numpy as np
+
+from ragas_trace.alerting import Scenario, ScoreMix, default_rules, load_scores, simulate
+from ragas_trace.alerting.promtool_eval import find_promtool
+from results_file import RESULTS, write_results
+
+PAGES = ("RagasFaithfulnessDrop", "RagasFaithfulnessLow")
+RATES = (0.2, 0.01)
+DROPS = (0.10, 0.15, 0.30)
+
+
+def healthy_levels(rng: np.random.Generator) -> dict[str, np.ndarray]:
+    demo = np.asarray(load_scores(None, "healthy"))
+    bad = np.asarray(load_scores(None, "bad"))
+    blend_share = (demo.mean() - 0.60) / (demo.mean() - bad.mean())
+    blended = np.where(rng.random(2000) < blend_share, rng.choice(bad, 2000),
+                       rng.choice(demo, 2000))
+    partial = rng.choice([0.67, 0.75, 0.8, 0.83], 2000)
+    llm = np.where(rng.random(2000) < 0.9, 1.0, partial)
+    return {"demo blended to 0.60": blended, "demo local judge": demo, "LLM-judge mix": llm}
+
+
+def markdown_table(figures: dict[str, Any]) -> str:
+    """The docs' table (docs/guides/alerting.md) from the saved figures."""
+    def delay(result: dict[str, Any]) -> str:
+        if result["median_min"] is None:
+            return f"{result['detected']}/{result['runs']}, -"
+        p90 = "-" if result["p90_min"] is None else f"{result['p90_min']:g}"
+        return f"{result['detected']}/{result['runs']}, {result['median_min']:g} / {p90}"
+
+    lines = ["| scored/s | healthy mean | drop | Drop: caught, median / p90 min | "
+             "Low: caught, median / p90 min | false pages / week |",
+             "| --- | --- | --- | --- | --- | --- |"]
+    for key, figure in figures.items():
+        rate, _, mean, _, drop = key.split()
+        drop_alert, low = (figure["alerts"][a] for a in PAGES)
+        lines.append(f"| {rate.removesuffix('/s')} | {mean} | {drop} | {delay(drop_alert)} | "
+                     f"{delay(low)} | {figure['false_pages_per_week']:g} |")
+    return "\n".join(lines)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--runs", type=int, default=10)
+    parser.add_argument("--steady-days", type=float, default=7.0)
+    parser.add_argument("--table", action="store_true",
+                        help="print the saved figures as the docs' Markdown table")
+    args = parser.parse_args()
+    if args.table:
+        saved = json.loads((RESULTS / "alert_simulation.json").read_text(encoding="utf-8"))
+        print(markdown_table(saved["figures"]))
+        return 0
+    promtool = find_promtool()
+    bad = load_scores(None, "bad")
+    figures = {}
+    with default_rules(None) as rules:
+        for rate in RATES:
+            for name, healthy in healthy_levels(np.random.default_rng(1)).items():
+                false_pages: dict[str, float] = {}
+                for drop in DROPS:
+                    mix = ScoreMix.of(list(healthy), bad)
+                    # The steady run does not depend on the drop: a week once per level
+                    # and rate, a short one (run alongside, so free) otherwise.
+                    days = args.steady_days if not false_pages else 0.25
+                    results = simulate(Scenario(mix=mix, scored_per_s=rate, drop=drop,
+                                                runs=args.runs, steady_days=days, seed=7),
+                                       rules, promtool)
+                    false_pages = false_pages or {a: results[a].false_alarms_per_week
+                                                  for a in PAGES}
+                    key = f"{rate}/s mean {mix.healthy.mean():.2f} drop {drop}"
+                    page = results[PAGES[0]]
+                    figures[key] = {
+                        "value": page.median_min, "unit": "min",
+                        "label": f"{PAGES[0]} median minutes from the change to firing, "
+                                 f"{name}, {rate} scored/s, drop {drop}",
+                        "alerts": {a: {**results[a].as_dict(),
+                                       "false_alarms_per_week": false_pages[a]}
+                                   for a in PAGES},
+                        "false_pages_per_week": sum(false_pages.values()),
+                    }
+                    print(key, figures[key]["alerts"], flush=True)
+    write_results("alert_simulation", figures,
+                  command=f"bench/alert_simulation.py --runs {args.runs} "
+                          f"--steady-days {args.steady_days:g}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
