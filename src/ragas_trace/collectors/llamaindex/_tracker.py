@@ -26,6 +26,7 @@ span once, the request table, chat-stream hand-off) take ``_lock``."""
 from __future__ import annotations
 
 import inspect
+import itertools
 import threading
 import time
 import weakref
@@ -36,6 +37,7 @@ from typing import Any
 from llama_index.core.base.llms.types import ChatResponse, CompletionResponse
 from llama_index.core.base.response.schema import AsyncStreamingResponse, StreamingResponse
 from llama_index.core.chat_engine.types import StreamingAgentChatResponse
+from llama_index.core.workflow import Event, StopEvent
 from opentelemetry import context as otel_context
 from opentelemetry import trace
 from opentelemetry.context import _SUPPRESS_INSTRUMENTATION_KEY
@@ -44,6 +46,7 @@ from opentelemetry.trace import Span, Status, StatusCode, Tracer
 from ragas_trace import semconv as sc
 from ragas_trace._internal_errors import record_internal_error
 from ragas_trace.collectors import _attributes as attributes
+from ragas_trace.collectors.llamaindex import _agent_values as agent_values
 from ragas_trace.collectors.llamaindex import _values as values
 from ragas_trace.collectors.llamaindex._nodes import (
     CHAT_ENGINE,
@@ -53,6 +56,9 @@ from ragas_trace.collectors.llamaindex._nodes import (
     QUERY_ENGINE,
     RETRIEVER,
     ROOT,
+    STEP,
+    TOOL,
+    WORKFLOW,
     Node,
     Request,
     method_of,
@@ -65,7 +71,9 @@ FRAMEWORK = "llamaindex"
 _ENTRY_METHODS = {
     QUERY_ENGINE: frozenset({"query", "aquery"}),
     CHAT_ENGINE: frozenset({"chat", "achat", "stream_chat", "astream_chat"}),
+    WORKFLOW: frozenset({"run"}),
 }
+_ROOT_ROLES = frozenset(_ENTRY_METHODS)
 _WRITER_METHODS = frozenset({"write_response_to_history", "awrite_response_to_history"})
 _LLM_RESPONSES = (CompletionResponse, ChatResponse)
 _MISSING = object()
@@ -121,16 +129,22 @@ class Tracker:
               tags: Mapping[str, Any] | None) -> None:
         current = CURRENT.get()
         if current is None or current.request.ended:
-            if role in (QUERY_ENGINE, CHAT_ENGINE):
+            if role in _ROOT_ROLES:
                 self._start_request(id_, role, bound_args, instance, tags)
+        elif role == STEP:
+            return
         elif role == RETRIEVER:
             if current.role != RETRIEVER:
                 attrs = dict(_RETRIEVER_ATTRS)
                 attrs.update(attributes.input_attributes(values.question_of(bound_args)))
                 self._push(Node(id_, RETRIEVER, None, current.request, current, attrs))
         elif role == LLM:
-            self._enter_llm(id_, current, instance)
-        # An engine called inside a request stays part of it, without a span.
+            # Private helpers (``_prepare_chat_with_tools``) are no model call.
+            if current.role == LLM or not method_of(id_).startswith("_"):
+                self._enter_llm(id_, current, instance)
+        elif role == TOOL and current.role != TOOL:  # acall -> call: one span
+            self._enter_tool(id_, current, instance, bound_args)
+        # An engine or workflow run inside a request stays part of it, without a span.
 
     def exit(self, id_: str, instance: Any, role: int, result: Any) -> None:
         node = CURRENT.get()
@@ -143,6 +157,9 @@ class Tracker:
                     self._add(node, attributes.usage_attributes(*values.usage_of(result)))
             elif role == CHAT_STREAM and method_of(id_) in _WRITER_METHODS:
                 self._writer_done(node.request, instance, None)
+            elif role == STEP and node.request.passage_ids is not None and isinstance(
+                    result, Event):
+                self._found_passages(id_, node, result)
             return
         self._pop(node)
         if node.role == ROOT:
@@ -155,6 +172,14 @@ class Tracker:
                     docs: dict[str, Any] = {}
                     self._documents.add(docs, result)
                     self._span_of(node).set_attributes(docs)
+                seen = node.request.passage_ids
+                if seen is not None and isinstance(result, list):
+                    seen.update(filter(None, map(agent_values.node_id, result)))
+            finally:
+                self._end_node(node)
+        elif node.role == TOOL:
+            try:
+                self._tool_returned(node, result)
             finally:
                 self._end_node(node)
         elif inspect.isgenerator(result) or inspect.isasyncgen(result):
@@ -184,13 +209,31 @@ class Tracker:
         node.error = err
         self._end_node(node)
 
+    def llm_started(self, event: Any) -> None:
+        """A chat/completion start event, inside the LLM call's span: its prompt."""
+        node = CURRENT.get()
+        if node is None or node.role != LLM or node.has_input or node.ended:
+            return
+        node.has_input = True
+        self._add(node, attributes.message_attributes(
+            "input", agent_values.input_messages(event)))
+
     def llm_ended(self, span_id: str | None, response: Any) -> None:
-        """A completion/chat end event: ends a streaming LLM call, with its usage."""
+        """A completion/chat end event: the completion; it ends a streaming LLM call,
+        with its usage (a call that returned a response ends when its span does)."""
+        node = CURRENT.get()
+        if node is not None and node.role == LLM and not node.ended:
+            self._add(node, attributes.message_attributes(
+                "output", agent_values.output_messages(response)))
+            return
         node = self._pending.get(span_id) if span_id is not None else None
         if node is None or node.ended:
             return
         try:
-            self._add(node, attributes.usage_attributes(*values.usage_of(response)))
+            self._add(node, itertools.chain(
+                attributes.usage_attributes(*values.usage_of(response)),
+                attributes.message_attributes(
+                    "output", agent_values.output_messages(response))))
         finally:
             self._end_node(node)
 
@@ -224,11 +267,20 @@ class Tracker:
             if len(self._chain_attrs) < _MAX_CACHED:
                 self._chain_attrs[name] = base
         attrs = dict(base)
-        attrs.update(attributes.input_attributes(values.question_of(bound_args)))
+        request = Request(time.monotonic() + self._run_ttl_s)
+        if role == WORKFLOW:
+            request.passage_ids = set()
+            attrs.update(attributes.input_attributes(agent_values.question_of_run(bound_args)))
+            attrs.update(attributes.session_attributes(agent_values.session_of_run(bound_args)))
+        else:
+            attrs.update(attributes.input_attributes(values.question_of(bound_args)))
+            if role == CHAT_ENGINE:
+                attrs.update(attributes.session_attributes(
+                    agent_values.session_of_memory(getattr(instance, "_memory", None))))
         now = time.monotonic()
-        root = Node(id_, ROOT, None, Request(now + self._run_ttl_s), None, attrs)
+        root = Node(id_, ROOT, None, request, None, attrs)
         root.parent_ctx = otel_context.get_current()
-        root.request.root = root
+        request.root = root
         with self._lock:
             victims = self._victims_locked(now)
             self._requests[id_] = root
@@ -255,6 +307,15 @@ class Tracker:
 
     def _root_returned(self, root: Node, result: Any) -> None:
         request = root.request
+        if isinstance(result, StopEvent):
+            try:
+                self._found_passages(root.li_id, root, result)
+            except Exception as exc:
+                record_internal_error("llamaindex.stop_event", exc)
+            result = agent_values.result_of_stop(result)
+            if not isinstance(result, StreamingResponse | AsyncStreamingResponse):
+                self._end_request(root, agent_values.answer_of_result(result), None)
+                return
         if isinstance(result, StreamingResponse) and result.response_gen is not None:
             request.streaming = True
             result.response_gen = self._wrap(root, result.response_gen, is_async=False)
@@ -350,6 +411,49 @@ class Tracker:
             request.root = None
             (span or self._span_of(root)).end(end_ns)
 
+    # Workflows and tools ----------------------------------------------------------
+
+    def _enter_tool(self, id_: str, current: Node, instance: Any,
+                    bound_args: inspect.BoundArguments) -> None:
+        name, description = agent_values.tool_identity(instance)
+        attrs = dict(attributes.tool_attributes(name, description))
+        arguments = agent_values.tool_input(bound_args)
+        if arguments is not None:
+            attrs[sc.INPUT_VALUE] = arguments
+            attrs[sc.INPUT_MIME_TYPE] = sc.MIME_JSON
+        node = Node(id_, TOOL, None, current.request, current, attrs)
+        node.name = name
+        self._push(node)
+
+    def _tool_returned(self, node: Node, result: Any) -> None:
+        text, is_error = agent_values.tool_output(result)
+        self._add(node, attributes.output_attributes(text))
+        if is_error:
+            node.error = RuntimeError(text or "tool call failed")
+        if node.request.passage_ids is not None:
+            self._found_passages(node.li_id, node, result)
+
+    def _found_passages(self, id_: str, parent: Node, value: Any) -> None:
+        """Passages a workflow step wrote into its output event, or a tool returned,
+        that no retriever span of the request recorded: a RETRIEVER span of their own,
+        named after the step, ending as it returns."""
+        seen = parent.request.passage_ids
+        if seen is None:
+            return
+        new = []
+        for item in agent_values.passages_in(value):
+            key = agent_values.node_id(item)
+            if key is None or key not in seen:
+                new.append(item)
+                if key is not None:
+                    seen.add(key)
+        if not new:
+            return
+        attrs = dict(_RETRIEVER_ATTRS)
+        self._documents.add(attrs, new)
+        node = Node(id_, RETRIEVER, None, parent.request, parent, attrs)
+        self._end_node(node)
+
     # Spans ----------------------------------------------------------------------
 
     def _enter_llm(self, id_: str, current: Node, instance: Any) -> None:
@@ -393,7 +497,8 @@ class Tracker:
             parent = node.parent
             ctx = node.parent_ctx if parent is None else self._context_of(parent)
             span = node.span = self._tracer.start_span(
-                span_name(node.li_id), ctx, attributes=node.attrs, start_time=node.start_ns)
+                node.name or span_name(node.li_id), ctx, attributes=node.attrs,
+                start_time=node.start_ns)
             node.attrs = None
         return span
 

@@ -1,0 +1,236 @@
+"""What a workflow run, a tool call and an LLM call carry, read from LlamaIndex objects:
+the start event's question, the stop event's answer, a memory's session id, passages
+a step wrote into its output event, a tool's name/input/output and chat messages.
+Each reader accepts anything and returns ``None`` (or nothing) for shapes it does not
+know."""
+
+from __future__ import annotations
+
+import inspect
+import json
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Any
+
+from llama_index.core.base.llms.types import ChatMessage, ToolCallBlock
+from llama_index.core.schema import NodeWithScore
+from llama_index.core.workflow import Event, StopEvent
+
+from ragas_trace.collectors._attributes import Message, as_text
+from ragas_trace.collectors.llamaindex._values import answer_of
+
+# A start event's question and a stop event's answer: the keys a RAG app uses.
+_QUESTION_KEYS = ("user_msg", "query", "question", "input", "query_str", "message", "prompt")
+_ANSWER_KEYS = ("answer", "response", "output", "result", "text", "content")
+# ChatMemoryBuffer's key when the app names none: the same for every conversation.
+_DEFAULT_CHAT_STORE_KEY = "chat_history"
+
+
+def _field(event: Any, key: str) -> Any:
+    """A declared field of a workflow event, else one of its free-form keys."""
+    if key in type(event).model_fields:
+        return getattr(event, key, None)
+    data = getattr(event, "_data", None)
+    return data.get(key) if isinstance(data, dict) else None
+
+
+def _message_text(message: Any) -> str | None:
+    if isinstance(message, str):
+        return message
+    if isinstance(message, ChatMessage):
+        return message.content
+    return as_text(message)
+
+
+def question_of_run(bound_args: inspect.BoundArguments) -> str | None:
+    """The question of a workflow run: the agent's ``user_msg`` (else the latest user
+    message of ``chat_history``), or the start event's query under the usual keys."""
+    event = bound_args.arguments.get("start_event")
+    if not isinstance(event, Event):
+        return None
+    for key in _QUESTION_KEYS:
+        value = _field(event, key)
+        if value is not None:
+            text = _message_text(value)
+            if text is not None:
+                return text
+    history = _field(event, "chat_history")
+    if isinstance(history, Sequence):
+        for message in reversed(history):
+            if isinstance(message, ChatMessage) and message.role.value == "user":
+                return message.content
+    return None
+
+
+def session_of_run(bound_args: inspect.BoundArguments) -> str | None:
+    event = bound_args.arguments.get("start_event")
+    return session_of_memory(_field(event, "memory")) if isinstance(event, Event) else None
+
+
+def session_of_memory(memory: Any) -> str | None:
+    """``Memory.session_id``, or a ``ChatMemoryBuffer``'s ``chat_store_key`` when the app
+    chose one (the default key is shared by every conversation, so it is no id)."""
+    if memory is None:
+        return None
+    session = getattr(memory, "session_id", None)
+    if isinstance(session, str) and session:
+        return session
+    key = getattr(memory, "chat_store_key", None)
+    if isinstance(key, str) and key and key != _DEFAULT_CHAT_STORE_KEY:
+        return key
+    return None
+
+
+def result_of_stop(event: StopEvent) -> Any:
+    """The stop event's ``result``; a subclass's fields when it sets none."""
+    result = event.result
+    return event if result is None else result
+
+
+def answer_of_result(result: Any) -> str | None:
+    """The answer in a workflow's result: an agent's ``AgentOutput`` (its response
+    message), a str, a ``Response``, or a mapping / event with the usual keys."""
+    if result is None:
+        return None
+    response = getattr(result, "response", None)
+    if isinstance(response, ChatMessage):
+        return response.content
+    text = answer_of(result)
+    if text is not None:
+        return text
+    if isinstance(result, Mapping):
+        for key in _ANSWER_KEYS:
+            if key in result:
+                return answer_of(result[key])
+    if isinstance(result, Event):
+        for key in _ANSWER_KEYS:
+            value = _field(result, key)
+            if value is not None:
+                return answer_of(value)
+    return None
+
+
+def _node_list(value: Any) -> list[NodeWithScore] | None:
+    if type(value) is list and value and isinstance(value[0], NodeWithScore):
+        return value
+    source = getattr(value, "source_nodes", None)  # a Response
+    if type(source) is list and source and isinstance(source[0], NodeWithScore):
+        return source
+    return None
+
+
+def passages_in(value: Any) -> Iterator[NodeWithScore]:
+    """``NodeWithScore``s a step wrote into its output event (a field holding a list of
+    them or a ``Response``), or that a tool returned (``ToolOutput.raw_output``)."""
+    found = _node_list(value)
+    if found is not None:
+        yield from found
+        return
+    if isinstance(value, Event):
+        fields = [getattr(value, name, None) for name in type(value).model_fields]
+        data = getattr(value, "_data", None)
+        for item in (*fields, *(data.values() if isinstance(data, dict) else ())):
+            found = _node_list(item)
+            if found is None and isinstance(item, StopEvent | Event):
+                continue
+            if found is None:
+                found = _node_list(getattr(item, "raw_output", None))  # ToolOutput
+            if found is not None:
+                yield from found
+        return
+    found = _node_list(getattr(value, "raw_output", None))
+    if found is not None:
+        yield from found
+
+
+def node_id(item: Any) -> str | None:
+    node = getattr(item, "node", item)
+    doc_id = getattr(node, "node_id", None)
+    return doc_id if isinstance(doc_id, str) else None
+
+
+# Tools -------------------------------------------------------------------------
+
+def tool_identity(tool: Any) -> tuple[str, str | None]:
+    metadata = getattr(tool, "metadata", None)
+    name = getattr(metadata, "name", None)
+    description = getattr(metadata, "description", None)
+    return (name if isinstance(name, str) and name else type(tool).__name__,
+            description if isinstance(description, str) else None)
+
+
+def tool_input(bound_args: inspect.BoundArguments) -> str | None:
+    """A tool call's arguments as JSON (``call(*args, **kwargs)``)."""
+    arguments = bound_args.arguments
+    kwargs = arguments.get("kwargs")
+    args = arguments.get("args")
+    if not kwargs and args:
+        value: Any = args[0] if len(args) == 1 else list(args)
+    else:
+        value = kwargs or {}
+    if isinstance(value, str):
+        return value
+    return json.dumps(value, default=str, ensure_ascii=False)
+
+
+def tool_output(result: Any) -> tuple[str | None, bool]:
+    """(text, is_error) of a ``ToolOutput``."""
+    content = getattr(result, "content", None)
+    text = content if isinstance(content, str) else as_text(result)
+    return text, getattr(result, "is_error", False) is True
+
+
+# Messages ----------------------------------------------------------------------
+
+def chat_messages(messages: Any) -> list[Message]:
+    if not isinstance(messages, Sequence):
+        return []
+    return [m for m in map(_message, messages) if m is not None]
+
+
+def _message(message: Any) -> Message | None:
+    if not isinstance(message, ChatMessage):
+        return None
+    role = message.role
+    return Message(getattr(role, "value", str(role)), message.content, _tool_calls(message))
+
+
+def _tool_calls(message: ChatMessage) -> tuple[tuple[str | None, str, str | None], ...]:
+    calls = [(block.tool_call_id, block.tool_name, _arguments(block.tool_kwargs))
+             for block in message.blocks if isinstance(block, ToolCallBlock)]
+    # OpenAI-style integrations keep them in additional_kwargs.
+    for call in message.additional_kwargs.get("tool_calls") or ():
+        function = call.get("function") if isinstance(call, Mapping) else getattr(
+            call, "function", None)
+        get = (function.get if isinstance(function, Mapping)
+               else lambda key, f=function: getattr(f, key, None))
+        name = get("name")
+        if isinstance(name, str):
+            call_id = call.get("id") if isinstance(call, Mapping) else getattr(call, "id", None)
+            calls.append((call_id if isinstance(call_id, str) else None, name,
+                          _arguments(get("arguments"))))
+    return tuple(calls)
+
+
+def _arguments(value: Any) -> str | None:
+    if value is None or isinstance(value, str):
+        return value
+    return json.dumps(value, default=str, ensure_ascii=False)
+
+
+def input_messages(event: Any) -> list[Message]:
+    """An LLM start event's prompt: the chat messages, or a completion's prompt."""
+    messages = getattr(event, "messages", None)
+    if messages is not None:
+        return chat_messages(messages)
+    prompt = getattr(event, "prompt", None)
+    return [Message("user", prompt)] if isinstance(prompt, str) else []
+
+
+def output_messages(response: Any) -> list[Message]:
+    """A ``ChatResponse``'s message, or a ``CompletionResponse``'s text."""
+    message = getattr(response, "message", None)
+    if isinstance(message, ChatMessage):
+        found = _message(message)
+        return [found] if found is not None else []
+    text = getattr(response, "text", None)
+    return [Message("assistant", text)] if isinstance(text, str) else []
