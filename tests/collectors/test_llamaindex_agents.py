@@ -303,3 +303,16 @@ def test_an_agent_that_fails_ends_its_request_with_the_error(tracing: InMemoryTr
     assert root.status.status_code == StatusCode.ERROR
     assert sc.OUTPUT_VALUE not in root.attributes
     assert installation.open_runs == 0
+
+
+def test_session_id_from_a_chat_engine_memory(tracing: InMemoryTracing) -> None:
+    from llamaindex_fakes import ScriptedLLM, index
+
+    llamaindex.instrument(tracing.provider)
+    memory = ChatMemoryBuffer.from_defaults(chat_store_key="conversation-9")
+    engine = index().as_chat_engine(chat_mode="context", llm=ScriptedLLM(), memory=memory)
+
+    engine.chat(QUESTION)
+
+    [root] = _roots(tracing.spans())
+    assert root.attributes[sc.SESSION_ID] == "conversation-9"
