@@ -8,11 +8,18 @@ from __future__ import annotations
 
 import inspect
 import json
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from llama_index.core.base.llms.types import ChatMessage, ToolCallBlock
+from llama_index.core.base.response.schema import (
+    AsyncStreamingResponse,
+    PydanticResponse,
+    Response,
+    StreamingResponse,
+)
 from llama_index.core.schema import NodeWithScore
+from llama_index.core.tools.types import ToolOutput
 from llama_index.core.workflow import Event, StopEvent
 
 from ragas_trace.collectors._attributes import Message, as_text
@@ -109,37 +116,46 @@ def answer_of_result(result: Any) -> str | None:
     return None
 
 
+_RESPONSES = (Response, StreamingResponse, AsyncStreamingResponse, PydanticResponse)
+
+
 def _node_list(value: Any) -> list[NodeWithScore] | None:
-    if type(value) is list and value and isinstance(value[0], NodeWithScore):
-        return value
-    source = getattr(value, "source_nodes", None)  # a Response
-    if type(source) is list and source and isinstance(source[0], NodeWithScore):
-        return source
+    """``value`` if it is a list of ``NodeWithScore``, a ``Response``'s source nodes, or
+    the nodes a tool returned (``ToolOutput.raw_output``). Checks types only: this runs
+    on every value of every step's output event."""
+    if type(value) is list:
+        return value if value and isinstance(value[0], NodeWithScore) else None
+    if isinstance(value, _RESPONSES):
+        source = value.source_nodes
+        return source if source and isinstance(source[0], NodeWithScore) else None
+    if isinstance(value, ToolOutput):
+        raw = value.raw_output
+        return None if isinstance(raw, ToolOutput) else _node_list(raw)
     return None
 
 
-def passages_in(value: Any) -> Iterator[NodeWithScore]:
+def passages_in(value: Any) -> list[NodeWithScore]:
     """``NodeWithScore``s a step wrote into its output event (a field holding a list of
-    them or a ``Response``), or that a tool returned (``ToolOutput.raw_output``)."""
-    found = _node_list(value)
-    if found is not None:
-        yield from found
-        return
-    if isinstance(value, Event):
-        fields = [getattr(value, name, None) for name in type(value).model_fields]
-        data = getattr(value, "_data", None)
-        for item in (*fields, *(data.values() if isinstance(data, dict) else ())):
-            found = _node_list(item)
-            if found is None and isinstance(item, StopEvent | Event):
-                continue
-            if found is None:
-                found = _node_list(getattr(item, "raw_output", None))  # ToolOutput
-            if found is not None:
-                yield from found
-        return
-    found = _node_list(getattr(value, "raw_output", None))
-    if found is not None:
-        yield from found
+    them, a ``Response`` or a ``ToolOutput``), or that a tool returned."""
+    if not isinstance(value, Event):
+        return _node_list(value) or []
+    found: list[NodeWithScore] = []
+    # A pydantic model's __dict__ holds its field values; _data the free-form ones.
+    for values in (vars(value).values(), value._data.values()):
+        for item in values:
+            nodes = _node_list(item)
+            if nodes is not None:
+                found.extend(nodes)
+    result = value.result if isinstance(value, StopEvent) else None
+    nodes = _node_list(result)
+    if nodes is not None:
+        found.extend(nodes)
+    elif isinstance(result, Mapping):
+        for item in result.values():
+            nodes = _node_list(item)
+            if nodes is not None:
+                found.extend(nodes)
+    return found
 
 
 def node_id(item: Any) -> str | None:
