@@ -1,8 +1,14 @@
 """LlamaIndex dispatcher spans -> our OpenTelemetry spans.
 
-One CHAIN root per engine request (``query``/``aquery`` of a query engine,
-``chat``/``achat``/``stream_chat``/``astream_chat`` of a chat engine), a RETRIEVER
-span per outermost ``retrieve`` and an LLM span per outermost LLM call. Every other
+One CHAIN root per request: ``query``/``aquery`` of a query engine,
+``chat``/``achat``/``stream_chat``/``astream_chat`` of a chat engine, or the ``run``
+of a workflow (agents such as ``FunctionAgent`` are workflows), whichever is
+outermost; a RETRIEVER span per outermost ``retrieve``, a TOOL span per outermost
+tool call and an LLM span per outermost LLM call (with its messages, from the LLM
+start/end events). Workflow steps run as asyncio tasks created inside the run, so
+they inherit the run's context variables, ``CURRENT`` included. A step makes no span;
+``NodeWithScore``s in its output event that no retriever span of the run recorded
+get a RETRIEVER span of their own. Every other
 dispatcher span is ignored at the cost of one dict lookup: the enclosing span of ours
 is found through a context variable (``CURRENT``), not through a map of every open
 dispatcher span. LLM calls nested in an LLM call (``acomplete`` -> ``complete``,
