@@ -33,10 +33,9 @@ from __future__ import annotations
 
 import inspect
 import itertools
-import threading
 import time
 import weakref
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from functools import partial
 from typing import Any
 
@@ -45,7 +44,6 @@ from llama_index.core.base.response.schema import AsyncStreamingResponse, Stream
 from llama_index.core.chat_engine.types import StreamingAgentChatResponse
 from llama_index.core.workflow import Event, StopEvent
 from opentelemetry import context as otel_context
-from opentelemetry import trace
 from opentelemetry.context import _SUPPRESS_INSTRUMENTATION_KEY
 from opentelemetry.trace import Span, Status, StatusCode, Tracer
 
@@ -71,6 +69,7 @@ from ragas_trace.collectors.llamaindex._nodes import (
     role_of_class,
     span_name,
 )
+from ragas_trace.collectors.llamaindex._spans import SpanBook, record_error
 from ragas_trace.collectors.llamaindex._streams import wrap_async_stream, wrap_stream
 
 FRAMEWORK = "llamaindex"
@@ -87,14 +86,14 @@ _MAX_CACHED = 1024  # distinct engine names / LLM models whose attributes are ca
 _RETRIEVER_ATTRS = dict(attributes.retriever_attributes())
 
 
-class Tracker:
+class Tracker(SpanBook):
     """The state behind one span-handler/event-handler pair. The handlers look up the
     role of each span's object in ``roles`` and call in only for the roles that matter."""
 
     def __init__(self, tracer: Tracer, app_name: str | None, tags: Mapping[str, Any] | None,
                  engines: weakref.WeakSet[Any] | None, max_documents: int,
                  document_budget: int | None, run_ttl_s: float, max_open_runs: int) -> None:
-        self._tracer = tracer
+        super().__init__(tracer)
         self._app_name = app_name
         self._tags = tuple(tags.items()) if tags else ()
         self._engines = engines
@@ -107,10 +106,6 @@ class Tracker:
         self._max_open_runs = max_open_runs
         self.roles: dict[type, int] = {}
         self._requests: dict[str, Node] = {}  # root id -> root, oldest first
-        # Streaming LLM calls that returned and wait for their end event, by every
-        # dispatcher id the event may carry.
-        self._pending: dict[str, Node] = {}
-        self._lock = threading.Lock()
         self.evicted_runs = 0
 
     @property
@@ -406,7 +401,7 @@ class Tracker:
                 span.set_status(Status(
                     StatusCode.ERROR, f"no end within {self._run_ttl_s:g} s; evicted"))
             if err is not None and not isinstance(err, GeneratorExit):
-                _record_error(span, err)
+                record_error(span, err)
         finally:
             for node in done:
                 self._finish_span(node)
@@ -460,7 +455,7 @@ class Tracker:
         node = Node(id_, RETRIEVER, None, parent.request, parent, attrs)
         self._end_node(node)
 
-    # Spans ----------------------------------------------------------------------
+    # LLM calls ------------------------------------------------------------------
 
     def _enter_llm(self, id_: str, current: Node, instance: Any) -> None:
         if current.role == LLM:
@@ -482,81 +477,3 @@ class Tracker:
         node = Node(id_, LLM, None, current.request, current, dict(base))
         node.instance_id = key
         self._push(node)
-
-    def _push(self, node: Node) -> None:
-        node.token = CURRENT.set(node)
-
-    def _pop(self, node: Node) -> None:
-        token = node.token
-        node.token = None
-        try:
-            if token is not None:
-                CURRENT.reset(token)
-        except ValueError:
-            # Exited in another context than it entered (a future's callback).
-            CURRENT.set(node.parent)
-
-    def _span_of(self, node: Node) -> Span:
-        """The node's span, created now (with everything known so far) if not yet."""
-        span = node.span
-        if span is None:
-            parent = node.parent
-            ctx = node.parent_ctx if parent is None else self._context_of(parent)
-            span = node.span = self._tracer.start_span(
-                node.name or span_name(node.li_id), ctx, attributes=node.attrs,
-                start_time=node.start_ns)
-            node.attrs = None
-        return span
-
-    def _context_of(self, node: Node) -> otel_context.Context:
-        ctx = node.ctx
-        if ctx is None:
-            if node.span is None:
-                # A child of a RETRIEVER/LLM span (rare): create the parent first, once.
-                with self._lock:
-                    span = self._span_of(node)
-            else:
-                span = node.span
-            ctx = node.ctx = trace.set_span_in_context(span)
-        return ctx
-
-    def _add(self, node: Node, attrs: Iterable[attributes.Attribute]) -> None:
-        pending = node.attrs  # one read: another thread may make the span meanwhile
-        if node.span is None and pending is not None:
-            pending.update(attrs)
-        else:
-            self._span_of(node).set_attributes(dict(attrs))
-
-    def _end_node(self, node: Node, end_ns: int | None = None) -> None:
-        node_end = time.time_ns() if end_ns is None else end_ns
-        request = node.request
-        with self._lock:
-            if node.ended:
-                return
-            node.ended = True
-            node.end_ns = node_end
-            later = not request.ended
-            if later:
-                request.done.append(node)
-        if node.pending:
-            pending = self._pending
-            pending.pop(node.li_id, None)
-            for alias in node.aliases:
-                pending.pop(alias, None)
-        if not later:
-            self._finish_span(node)
-
-    def _finish_span(self, node: Node) -> None:
-        span = self._span_of(node)
-        try:
-            if node.error is not None:
-                _record_error(span, node.error)
-        finally:
-            span.end(node.end_ns)
-
-
-def _record_error(span: Span, err: BaseException | None) -> None:
-    if err is None:
-        return
-    span.record_exception(err)
-    span.set_status(Status(StatusCode.ERROR, f"{type(err).__name__}: {err}"))
