@@ -9,11 +9,14 @@ import json
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, TypeVar
 
+from llama_index.core import get_response_synthesizer
 from llama_index.core.agent.workflow import FunctionAgent, ReActAgent
 from llama_index.core.base.llms.types import ChatMessage, MessageRole, ToolCallBlock
 from llama_index.core.llms.mock import MockFunctionCallingLLM
+from llama_index.core.schema import NodeWithScore
 from llama_index.core.tools import QueryEngineTool
-from llamaindex_fakes import echo_engine
+from llama_index.core.workflow import Context, Event, StartEvent, StopEvent, Workflow, step
+from llamaindex_fakes import ScriptedLLM, echo_engine, index
 
 TOOL_NAME = "knowledge_base"
 T = TypeVar("T")
@@ -70,6 +73,41 @@ def react_llm() -> MockFunctionCallingLLM:
     return MockFunctionCallingLLM(response_generator=reply, is_chat_model=True)
 
 
+class RetrieverEvent(Event):
+    nodes: list[NodeWithScore]
+
+
+class RAGWorkflow(Workflow):
+    """Retrieve with the index's retriever, synthesize with a response synthesizer."""
+
+    def __init__(self, streaming: bool = False, result: str = "response",
+                 **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.index = index()
+        self.streaming = streaming
+        self.result = result
+
+    @step
+    async def retrieve(self, ctx: Context, ev: StartEvent) -> RetrieverEvent | None:
+        query = ev.get("query")
+        if not query:
+            return None
+        await ctx.store.set("query", query)
+        nodes = await self.index.as_retriever(similarity_top_k=2).aretrieve(query)
+        return RetrieverEvent(nodes=nodes)
+
+    @step
+    async def synthesize(self, ctx: Context, ev: RetrieverEvent) -> StopEvent:
+        query = await ctx.store.get("query")
+        synthesizer = get_response_synthesizer(llm=ScriptedLLM(), streaming=self.streaming)
+        response = await synthesizer.asynthesize(query, nodes=ev.nodes)
+        if self.result == "str":
+            return StopEvent(result=str(response))
+        if self.result == "dict":
+            return StopEvent(result={"answer": str(response), "sources": ev.nodes})
+        return StopEvent(result=response)
+
+
 def kb_tool() -> QueryEngineTool:
     """A whole query engine (``EchoRetriever`` + ``MockLLM``) as the agent's tool."""
     return QueryEngineTool.from_defaults(echo_engine(), name=TOOL_NAME,
@@ -89,5 +127,16 @@ def passages_for(question: str, lookups: int = 1) -> set[str]:
     return {f"passage about {question} #{i}" for i in range(lookups)}
 
 
-__all__ = ["TOOL_NAME", "answer_for", "arun", "function_agent", "kb_tool", "passages_for",
-           "react_agent", "react_llm", "tool_calling_llm"]
+__all__ = [
+    "TOOL_NAME",
+    "RAGWorkflow",
+    "RetrieverEvent",
+    "answer_for",
+    "arun",
+    "function_agent",
+    "kb_tool",
+    "passages_for",
+    "react_agent",
+    "react_llm",
+    "tool_calling_llm",
+]

@@ -5,10 +5,7 @@ its passages, and so are nodes a step passes on when no retriever recorded them.
 
 from __future__ import annotations
 
-from typing import Any
-
 import pytest
-from llama_index.core import get_response_synthesizer
 from llama_index.core.base.response.schema import AsyncStreamingResponse
 from llama_index.core.llms import MockLLM
 from llama_index.core.schema import NodeWithScore, TextNode
@@ -21,7 +18,7 @@ from llama_index.core.workflow import (
     WorkflowTimeoutError,
     step,
 )
-from llamaindex_agent_fakes import arun
+from llamaindex_agent_fakes import RAGWorkflow, RetrieverEvent, arun
 from llamaindex_fakes import (  # noqa: F401 (the fixture is used by name)
     ANSWER,
     PASSAGES,
@@ -38,41 +35,6 @@ from ragas_trace import semconv as sc
 from ragas_trace.collectors import llamaindex
 from ragas_trace.extract import extract_record
 from ragas_trace.testing import InMemoryTracing
-
-
-class RetrieverEvent(Event):
-    nodes: list[NodeWithScore]
-
-
-class RAGWorkflow(Workflow):
-    """Retrieve with the index's retriever, synthesize with a response synthesizer."""
-
-    def __init__(self, streaming: bool = False, result: str = "response",
-                 **kwargs: Any) -> None:
-        super().__init__(**kwargs)
-        self.index = index()
-        self.streaming = streaming
-        self.result = result
-
-    @step
-    async def retrieve(self, ctx: Context, ev: StartEvent) -> RetrieverEvent | None:
-        query = ev.get("query")
-        if not query:
-            return None
-        await ctx.store.set("query", query)
-        nodes = await self.index.as_retriever(similarity_top_k=2).aretrieve(query)
-        return RetrieverEvent(nodes=nodes)
-
-    @step
-    async def synthesize(self, ctx: Context, ev: RetrieverEvent) -> StopEvent:
-        query = await ctx.store.get("query")
-        synthesizer = get_response_synthesizer(llm=ScriptedLLM(), streaming=self.streaming)
-        response = await synthesizer.asynthesize(query, nodes=ev.nodes)
-        if self.result == "str":
-            return StopEvent(result=str(response))
-        if self.result == "dict":
-            return StopEvent(result={"answer": str(response), "sources": ev.nodes})
-        return StopEvent(result=response)
 
 
 class NodesFromStepWorkflow(Workflow):
