@@ -14,7 +14,8 @@ b, c, d, e and spans all export through the same ``SimpleSpanProcessor`` to an e
 that discards. The floor is F = (a - base) + spans. Targets: b - base <= 1.3 F and
 b - base <= min(c - base, d - base) / 5. Then the memory check: 50,000 queries through
 (b), one in ten a stream the user abandons after one token and one in fifty a stream
-dropped unread; RSS before and after, and the requests still open.
+dropped unread, and 50,000 agent requests; RSS before and after, and the requests
+still open. The memory checks run in processes of their own, beside the timing.
 
 Shapes (``--shapes``, each measured and reported on its own):
   query  ``VectorStoreIndex`` over 4 nodes with ``MockEmbedding``, top-2 retrieval,
@@ -27,7 +28,7 @@ The memory check then runs 50,000 agent requests through (b) as well.
 Run by hand, in the venv that has the peers (kept out of the test venv):
 
     python3 -m venv .venv-bench && .venv-bench/bin/pip install -e '.[bench]'
-    .venv-bench/bin/python bench/llamaindex_overhead.py             # ~4 minutes
+    .venv-bench/bin/python bench/llamaindex_overhead.py   # ~20 minutes on 2 busy cores
     .venv-bench/bin/python bench/llamaindex_overhead.py --rss-queries 0 --rounds 5
     .venv-bench/bin/python bench/llamaindex_overhead.py --shapes agent --rss-queries 0
 
@@ -171,7 +172,20 @@ class NoopEventHandler(BaseEventHandler):
 Handlers = tuple[list[Any], list[Any]]
 
 
-def _installed(install: Callable[[], object]) -> Handlers:
+_INSTALLED: dict[str, Handlers] = {}
+
+
+def _installed(name: str, shape: str) -> Handlers:
+    """The handler lists configuration ``name`` leaves on the root dispatcher. Installed
+    once per process (the peers' instrumentors refuse a second ``instrument()``), except
+    (e), which replays the spans of the shape measured."""
+    key = f"{name}:{shape}" if name == "e" else name
+    if key not in _INSTALLED:
+        _INSTALLED[key] = _install(partial(INSTALLERS[name], shape))
+    return _INSTALLED[key]
+
+
+def _install(install: Callable[[], object]) -> Handlers:
     dispatcher = get_dispatcher()
     before = (list(dispatcher.span_handlers), list(dispatcher.event_handlers))
     install()
@@ -282,7 +296,7 @@ def measure(names: list[str], rounds: int, queries: int, shape: str
         "base": (list(dispatcher.span_handlers), list(dispatcher.event_handlers))}
     for name in names:
         if name in INSTALLERS:
-            lists[name] = _installed(partial(INSTALLERS[name], shape))
+            lists[name] = _installed(name, shape)
     calls: dict[str, Query] = dict.fromkeys(lists, request)
     calls["spans"] = bare_spans(request)
     lists["spans"] = lists["base"]
@@ -394,10 +408,20 @@ def figures_of(shape: str, cpu: dict[str, float]) -> dict[str, dict[str, Any]]:
     return figures
 
 
-def memory_figures(shape: str, requests: int, bound: float) -> dict[str, dict[str, Any]]:
-    out = subprocess.run([sys.executable, __file__, "--memory", str(requests),
-                          "--memory-shape", shape],
-                         check=True, capture_output=True, text=True).stdout.split()
+def start_memory_check(shape: str, requests: int) -> subprocess.Popen[str]:
+    """The memory check of one shape, in a process of its own (run while the timing
+    runs: the timing's figures are differences within each round, so a neighbour
+    process costs them noise, not bias)."""
+    return subprocess.Popen([sys.executable, __file__, "--memory", str(requests),
+                             "--memory-shape", shape], stdout=subprocess.PIPE, text=True)
+
+
+def memory_figures(shape: str, check: subprocess.Popen[str], requests: int, bound: float
+                   ) -> dict[str, dict[str, Any]]:
+    stdout, _ = check.communicate()
+    if check.returncode != 0:
+        raise RuntimeError(f"the {shape} memory check failed ({check.returncode})")
+    out = stdout.split()
     before, after = float(out[0]), float(out[1])
     open_runs, open_spans, evicted = int(out[2]), int(out[3]), int(out[4])
     growth = after - before
@@ -441,6 +465,8 @@ def main(argv: list[str] | None = None) -> int:
     if missing:
         print("not installed, skipped: " + "; ".join(missing) + " (pip install -e '.[bench]')")
     figures: dict[str, dict[str, Any]] = {}
+    checks = ({shape: start_memory_check(shape, args.rss_queries) for shape in shapes}
+              if args.rss_queries > 0 else {})
     for shape in shapes:
         print(f"\n##### shape: {shape}: {args.rounds} rounds x {args.queries} requests per "
               "configuration, interleaved in one process")
@@ -449,9 +475,8 @@ def main(argv: list[str] | None = None) -> int:
                            "charged for other processes)", cpu, spans)
         report(f"{shape}: wall time per request", wall, spans)
         figures.update(figures_of(shape, cpu_costs))
-    if args.rss_queries > 0:
-        for shape in shapes:
-            figures.update(memory_figures(shape, args.rss_queries, args.rss_bound_mib))
+    for shape, check in checks.items():
+        figures.update(memory_figures(shape, check, args.rss_queries, args.rss_bound_mib))
     if not args.no_results:
         write_results("llamaindex_overhead", figures, command="python bench/llamaindex_overhead.py "
                       + " ".join(argv if argv is not None else sys.argv[1:]))
