@@ -11,7 +11,8 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from llama_index.core.base.llms.types import ChatMessage, ToolCallBlock
+from llama_index.core.base.llms import types as llm_types
+from llama_index.core.base.llms.types import ChatMessage
 from llama_index.core.base.response.schema import (
     AsyncStreamingResponse,
     PydanticResponse,
@@ -25,6 +26,8 @@ from llama_index.core.workflow import Event, StopEvent
 from ragas_trace.collectors._attributes import Message, as_text
 from ragas_trace.collectors.llamaindex._values import answer_of
 
+# llama-index-core 0.14 keeps tool calls as content blocks; older releases have none.
+_TOOL_CALL_BLOCK: type | None = getattr(llm_types, "ToolCallBlock", None)
 # A start event's question and a stop event's answer: the keys a RAG app uses.
 _QUESTION_KEYS = ("user_msg", "query", "question", "input", "query_str", "message", "prompt")
 _ANSWER_KEYS = ("answer", "response", "output", "result", "text", "content")
@@ -211,20 +214,26 @@ def _message(message: Any) -> Message | None:
 
 
 def _tool_calls(message: ChatMessage) -> tuple[tuple[str | None, str, str | None], ...]:
-    calls = [(block.tool_call_id, block.tool_name, _arguments(block.tool_kwargs))
-             for block in message.blocks if isinstance(block, ToolCallBlock)]
-    # OpenAI-style integrations keep them in additional_kwargs.
+    calls: list[tuple[str | None, str, str | None]] = []
+    block_type = _TOOL_CALL_BLOCK
+    if block_type is not None:
+        for block in message.blocks:
+            if isinstance(block, block_type):
+                call: Any = block
+                calls.append((call.tool_call_id, call.tool_name, _arguments(call.tool_kwargs)))
+    # OpenAI-style integrations keep them in additional_kwargs (dicts or SDK objects).
     for call in message.additional_kwargs.get("tool_calls") or ():
-        function = call.get("function") if isinstance(call, Mapping) else getattr(
-            call, "function", None)
-        get = (function.get if isinstance(function, Mapping)
-               else lambda key, f=function: getattr(f, key, None))
-        name = get("name")
+        function = _get(call, "function")
+        name = _get(function, "name")
         if isinstance(name, str):
-            call_id = call.get("id") if isinstance(call, Mapping) else getattr(call, "id", None)
+            call_id = _get(call, "id")
             calls.append((call_id if isinstance(call_id, str) else None, name,
-                          _arguments(get("arguments"))))
+                          _arguments(_get(function, "arguments"))))
     return tuple(calls)
+
+
+def _get(value: Any, key: str) -> Any:
+    return value.get(key) if isinstance(value, Mapping) else getattr(value, key, None)
 
 
 def _arguments(value: Any) -> str | None:
