@@ -383,16 +383,16 @@ def report(title: str, samples: dict[str, list[float]], spans_per_query: dict[st
 
 
 def figures_of(shape: str, cpu: dict[str, float]) -> dict[str, dict[str, Any]]:
-    """The CPU-time figures of one shape, for ``bench/results/llamaindex_overhead.json``."""
+    """The CPU-time figures of one shape, for ``bench/results/llamaindex_overhead.json``.
+    The floor ratio stays in the printed report only: its denominator, (a) + bare
+    spans, is a difference of two noisy medians and comes out near zero or negative on
+    a busy machine."""
     what = "query engine query" if shape == "query" else "FunctionAgent request"
     figures: dict[str, dict[str, Any]] = {
         f"{shape}_base_us": {"value": round(cpu["base"], 1), "unit": "µs",
                              "label": f"{what} with no handlers (CPU time)"},
         f"{shape}_ours_added_us": {"value": round(cpu["b"], 1), "unit": "µs",
                                    "label": f"ragas-trace's added CPU time per {what}"},
-        f"{shape}_ours_over_floor": {"value": round(cpu["b"] / cpu["floor"], 2),
-                                     "target": "<= 1.3", "baseline": "no-op handlers + "
-                                     "bare SDK spans", "label": f"{what}: ours / floor F"},
     }
     peers = {n: cpu[n] for n in ("c", "d") if n in cpu}
     for name, label in (("c", "OpenInference"), ("d", "OpenLLMetry")):
