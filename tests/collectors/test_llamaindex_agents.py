@@ -316,3 +316,24 @@ def test_session_id_from_a_chat_engine_memory(tracing: InMemoryTracing) -> None:
 
     [root] = _roots(tracing.spans())
     assert root.attributes[sc.SESSION_ID] == "conversation-9"
+
+
+def test_tags_and_engines_scopes_select_agent_runs(tracing: InMemoryTracing) -> None:
+    from llama_index.core.instrumentation.dispatcher import instrument_tags
+
+    wanted, other = function_agent(), function_agent()
+    llamaindex.instrument(tracing.provider, engines=[wanted])
+    llamaindex.instrument(tracing.provider, tags={"tenant": "a"}, app_name="tenant-a")
+
+    async def run() -> None:
+        await wanted.run(user_msg="engine scope")
+        await other.run(user_msg="not captured")
+        with instrument_tags({"tenant": "a"}):
+            await other.run(user_msg="tag scope")
+
+    asyncio.run(run())
+
+    roots = _roots(tracing.spans())
+    assert sorted((r.attributes[sc.INPUT_VALUE], r.attributes[sc.RAGAS_APP_NAME])
+                  for r in roots) == [("engine scope", "FunctionAgent.run"),
+                                      ("tag scope", "tenant-a")]

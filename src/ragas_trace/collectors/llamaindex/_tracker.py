@@ -43,6 +43,7 @@ from llama_index.core.base.llms.types import ChatResponse, CompletionResponse
 from llama_index.core.base.response.schema import AsyncStreamingResponse, StreamingResponse
 from llama_index.core.chat_engine.types import StreamingAgentChatResponse
 from llama_index.core.workflow import Event, StopEvent
+from llama_index_instrumentation.dispatcher import active_instrument_tags
 from opentelemetry import context as otel_context
 from opentelemetry.context import _SUPPRESS_INSTRUMENTATION_KEY
 from opentelemetry.trace import Span, Status, StatusCode, Tracer
@@ -256,7 +257,8 @@ class Tracker(SpanBook):
             return
         if self._tags:
             if tags is None:
-                return
+                # llama-index-workflows enters a run's span without its tags.
+                tags = active_instrument_tags.get()
             for key, value in self._tags:
                 if tags.get(key, _MISSING) != value:
                     return
