@@ -1,4 +1,5 @@
-"""Added cost per query of LlamaIndex tracing, on one in-memory RAG query engine, interleaved.
+"""Added cost per request of LlamaIndex tracing, on an in-memory RAG query engine and a
+RAG agent, interleaved.
 
 Configurations (each timed over the same kind of engine, in shuffled order every round):
   base   no handlers beyond LlamaIndex's own null ones
@@ -13,16 +14,23 @@ b, c, d, e and spans all export through the same ``SimpleSpanProcessor`` to an e
 that discards. The floor is F = (a - base) + spans. Targets: b - base <= 1.3 F and
 b - base <= min(c - base, d - base) / 5. Then the memory check: 50,000 queries through
 (b), one in ten a stream the user abandons after one token and one in fifty a stream
-dropped unread; RSS before and after, and the requests still open.
+dropped unread, and 50,000 agent requests; RSS before and after, and the requests
+still open. The memory checks run in processes of their own, beside the timing.
 
-The engine: ``VectorStoreIndex`` over 4 nodes with ``MockEmbedding``, top-2 retrieval,
-``MockLLM`` (the same work for every configuration; no network).
+Shapes (``--shapes``, each measured and reported on its own):
+  query  ``VectorStoreIndex`` over 4 nodes with ``MockEmbedding``, top-2 retrieval,
+         ``MockLLM`` (the same work for every configuration; no network)
+  agent  a ``FunctionAgent`` (llama-index-core's ``MockFunctionCallingLLM`` replying from
+         a script) with one ``RetrieverTool`` over the same index: two model calls (the
+         tool call, then the answer) and one retrieval per request, run on one event loop
+The memory check then runs 50,000 agent requests through (b) as well.
 
 Run by hand, in the venv that has the peers (kept out of the test venv):
 
     python3 -m venv .venv-bench && .venv-bench/bin/pip install -e '.[bench]'
-    .venv-bench/bin/python bench/llamaindex_overhead.py             # ~4 minutes
+    .venv-bench/bin/python bench/llamaindex_overhead.py   # ~20 minutes on 2 busy cores
     .venv-bench/bin/python bench/llamaindex_overhead.py --rss-queries 0 --rounds 5
+    .venv-bench/bin/python bench/llamaindex_overhead.py --shapes agent --rss-queries 0
 
 The machine is shared and noisy (2 cores, many processes), so the configurations run
 in ONE process and take turns every few queries: all the handler sets are installed
@@ -36,6 +44,7 @@ measured in the same round, in process CPU time and in wall time.
 from __future__ import annotations
 
 import argparse
+import asyncio
 import gc
 import inspect
 import random
@@ -44,17 +53,22 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable
+from functools import partial
 from typing import Any
 
 from llama_index.core import VectorStoreIndex
+from llama_index.core.agent.workflow import FunctionAgent
 from llama_index.core.base.base_query_engine import BaseQueryEngine
+from llama_index.core.base.llms.types import ChatMessage, MessageRole, ToolCallBlock
 from llama_index.core.embeddings import MockEmbedding
 from llama_index.core.instrumentation.event_handlers import BaseEventHandler
 from llama_index.core.instrumentation.events import BaseEvent
 from llama_index.core.instrumentation.span import BaseSpan
 from llama_index.core.instrumentation.span_handlers import BaseSpanHandler
 from llama_index.core.llms import MockLLM
+from llama_index.core.llms.mock import MockFunctionCallingLLM
 from llama_index.core.schema import TextNode
+from llama_index.core.tools import RetrieverTool
 from llama_index_instrumentation import get_dispatcher
 from opentelemetry import trace
 from opentelemetry.sdk.trace import TracerProvider
@@ -72,16 +86,53 @@ from overhead_common import (
     span_replay,
 )
 from ragas_trace.collectors import llamaindex
+from results_file import write_results
 
 QUESTION = "What is the capital of France?"
+ANSWER = "Paris is the capital of France."
 Query = Callable[[], object]
 
-def build_engine(streaming: bool = False) -> BaseQueryEngine:
+
+def build_index() -> VectorStoreIndex:
     nodes = [TextNode(text=f"Passage {i}: Paris is the capital of France.", id_=f"kb-{i}",
                       metadata={"source": f"kb/{i}.md"}) for i in range(4)]
-    index = VectorStoreIndex(nodes=nodes, embed_model=MockEmbedding(embed_dim=8))
-    return index.as_query_engine(llm=MockLLM(max_tokens=8), similarity_top_k=2,
-                                 streaming=streaming)
+    return VectorStoreIndex(nodes=nodes, embed_model=MockEmbedding(embed_dim=8))
+
+
+def build_engine(streaming: bool = False) -> BaseQueryEngine:
+    return build_index().as_query_engine(llm=MockLLM(max_tokens=8), similarity_top_k=2,
+                                         streaming=streaming)
+
+
+def _agent_reply(messages: Any, **kwargs: Any) -> ChatMessage:
+    """First turn: call the retrieval tool; once its result is in: answer."""
+    if any(m.role == MessageRole.TOOL for m in messages):
+        return ChatMessage(role="assistant", content=ANSWER)
+    return ChatMessage(role="assistant", blocks=[ToolCallBlock(
+        tool_call_id="call-0", tool_name="knowledge_base", tool_kwargs={"input": QUESTION})])
+
+
+def build_agent() -> FunctionAgent:
+    tool = RetrieverTool.from_defaults(build_index().as_retriever(similarity_top_k=2),
+                                       name="knowledge_base",
+                                       description="Looks up facts about countries.")
+    return FunctionAgent(tools=[tool], llm=MockFunctionCallingLLM(
+        response_generator=_agent_reply, is_chat_model=True))
+
+
+def agent_call(agent: FunctionAgent, loop: asyncio.AbstractEventLoop) -> Query:
+    async def once() -> object:
+        return await agent.run(user_msg=QUESTION)
+
+    return lambda: loop.run_until_complete(once())
+
+
+def shape_call(shape: str) -> Query:
+    """One request of the shape, as a call (the agent's on an event loop of its own)."""
+    if shape == "agent":
+        return agent_call(build_agent(), asyncio.new_event_loop())
+    engine = build_engine()
+    return lambda: engine.query(QUESTION)
 
 
 class NoopSpanHandler(BaseSpanHandler[BaseSpan]):
@@ -121,7 +172,20 @@ class NoopEventHandler(BaseEventHandler):
 Handlers = tuple[list[Any], list[Any]]
 
 
-def _installed(install: Callable[[], object]) -> Handlers:
+_INSTALLED: dict[str, Handlers] = {}
+
+
+def _installed(name: str, shape: str) -> Handlers:
+    """The handler lists configuration ``name`` leaves on the root dispatcher. Installed
+    once per process (the peers' instrumentors refuse a second ``instrument()``), except
+    (e), which replays the spans of the shape measured."""
+    key = f"{name}:{shape}" if name == "e" else name
+    if key not in _INSTALLED:
+        _INSTALLED[key] = _install(partial(INSTALLERS[name], shape))
+    return _INSTALLED[key]
+
+
+def _install(install: Callable[[], object]) -> Handlers:
     dispatcher = get_dispatcher()
     before = (list(dispatcher.span_handlers), list(dispatcher.event_handlers))
     install()
@@ -152,15 +216,20 @@ def install_openllmetry() -> None:
     LlamaIndexInstrumentor().instrument(tracer_provider=discarding_provider())
 
 
-def bare_spans(engine: BaseQueryEngine) -> Query:
-    """The spans our handlers make for one query, replayed straight on the SDK."""
+def captured_spans(call: Query) -> Any:
+    """The spans our handlers make for one request."""
     memory = InMemorySpanExporter()
     capture = TracerProvider()
     capture.add_span_processor(SimpleSpanProcessor(memory))
     installation = llamaindex.instrument(capture)
-    engine.query(QUESTION)
+    call()
     installation.uninstrument()
-    return span_replay(memory.get_finished_spans())
+    return memory.get_finished_spans()
+
+
+def bare_spans(call: Query) -> Query:
+    """The spans our handlers make for one request, replayed straight on the SDK."""
+    return span_replay(captured_spans(call))
 
 
 class SameSpansInPlace(NoopSpanHandler):
@@ -174,8 +243,8 @@ class SameSpansInPlace(NoopSpanHandler):
 
     def span_exit(self, id_: str, bound_args: inspect.BoundArguments, instance: Any = None,
                   result: Any = None, **kwargs: Any) -> None:
-        if id_.startswith("RetrieverQueryEngine.query-"):
-            tracer, root_name, root_attrs, children = self.captured
+        tracer, root_name, root_attrs, children = self.captured
+        if id_.startswith(root_name) and id_[len(root_name)] == "-":
             root = tracer.start_span(root_name, attributes=root_attrs)
             ctx = trace.set_span_in_context(root)
             for name, attrs in children:
@@ -183,14 +252,8 @@ class SameSpansInPlace(NoopSpanHandler):
             root.end()
 
 
-def install_same_spans_in_place() -> None:
-    memory = InMemorySpanExporter()
-    capture = TracerProvider()
-    capture.add_span_processor(SimpleSpanProcessor(memory))
-    installation = llamaindex.instrument(capture)
-    build_engine().query(QUESTION)
-    installation.uninstrument()
-    finished = memory.get_finished_spans()
+def install_same_spans_in_place(shape: str) -> None:
+    finished = captured_spans(shape_call(shape))
     root = next(s for s in finished if s.parent is None)
     children = [(s.name, dict(s.attributes or {})) for s in finished if s.parent is not None]
     handler = SameSpansInPlace()
@@ -201,11 +264,11 @@ def install_same_spans_in_place() -> None:
     dispatcher.add_event_handler(NoopEventHandler())
 
 
-INSTALLERS: dict[str, Callable[[], None]] = {
-    "a": install_noop,
-    "b": install_ours,
-    "c": install_openinference,
-    "d": install_openllmetry,
+INSTALLERS: dict[str, Callable[[str], None]] = {
+    "a": lambda shape: install_noop(),
+    "b": lambda shape: install_ours(),
+    "c": lambda shape: install_openinference(),
+    "d": lambda shape: install_openllmetry(),
     "e": install_same_spans_in_place,
 }
 LABELS = {
@@ -223,19 +286,19 @@ def available(name: str) -> bool:
               "d": "opentelemetry.instrumentation.llamaindex"}.get(name))
 
 
-def measure(names: list[str], rounds: int, queries: int
+def measure(names: list[str], rounds: int, queries: int, shape: str
             ) -> tuple[dict[str, list[float]], dict[str, list[float]], dict[str, float]]:
     """Per-round block means (µs, wall and process CPU); every round runs every
     configuration once, in shuffled order."""
-    engine = build_engine()
+    request = shape_call(shape)
     dispatcher = get_dispatcher()
     lists: dict[str, Handlers] = {
         "base": (list(dispatcher.span_handlers), list(dispatcher.event_handlers))}
     for name in names:
         if name in INSTALLERS:
-            lists[name] = _installed(INSTALLERS[name])
-    calls: dict[str, Query] = {name: (lambda: engine.query(QUESTION)) for name in lists}
-    calls["spans"] = bare_spans(engine)
+            lists[name] = _installed(name, shape)
+    calls: dict[str, Query] = dict.fromkeys(lists, request)
+    calls["spans"] = bare_spans(request)
     lists["spans"] = lists["base"]
     order = list(calls)
     wall: dict[str, list[float]] = {n: [] for n in order}
@@ -265,17 +328,23 @@ def measure(names: list[str], rounds: int, queries: int
     return wall, cpu, spans
 
 
-def memory_check(queries: int) -> int:
-    engine, streaming = build_engine(), build_engine(streaming=True)
+def memory_check(queries: int, shape: str) -> int:
     installation = llamaindex.instrument(discarding_provider())
+    if shape == "agent":
+        agent_run = shape_call("agent")
 
-    def one(i: int) -> None:
-        if i % 50 == 0:
-            streaming.query(QUESTION)  # dropped unread
-        elif i % 10 == 0:
-            next(iter(streaming.query(QUESTION).response_gen))  # abandoned after a token
-        else:
-            engine.query(QUESTION)
+        def one(i: int) -> None:
+            agent_run()
+    else:
+        engine, streaming = build_engine(), build_engine(streaming=True)
+
+        def one(i: int) -> None:
+            if i % 50 == 0:
+                streaming.query(QUESTION)  # dropped unread
+            elif i % 10 == 0:
+                next(iter(streaming.query(QUESTION).response_gen))  # abandoned after a token
+            else:
+                engine.query(QUESTION)
 
     for i in range(2000):
         one(i)
@@ -290,16 +359,17 @@ def memory_check(queries: int) -> int:
 
 
 def report(title: str, samples: dict[str, list[float]], spans_per_query: dict[str, float]
-           ) -> None:
+           ) -> dict[str, float]:
+    """Prints the report; returns the added costs (µs) and the floor ``F``."""
     added = added_costs(samples, ("spans",))
     bare = statistics.median(samples["spans"])
     floor = added["a"] + bare
     print(f"\n== {title} ==")
-    print(f"base query (no handlers): median {statistics.median(samples['base']):.0f} µs")
+    print(f"base request (no handlers): median {statistics.median(samples['base']):.0f} µs")
     print(f"{LABELS['spans']}: {bare:.0f} µs")
     for name, cost in added.items():
         print(f"{LABELS[name]}: +{cost:.0f} µs = {cost / floor:.2f} F "
-              f"[{spans_per_query[name]:.0f} spans/query]")
+              f"[{spans_per_query[name]:.0f} spans/request]")
     print(f"floor F = (a) + bare spans = {floor:.0f} µs")
     ours = added["b"]
     print_floor_ratio("F", ours, floor)
@@ -309,44 +379,107 @@ def report(title: str, samples: dict[str, list[float]], spans_per_query: dict[st
               f"inside the application, vs {bare:.0f} µs in a tight loop; "
               f"(b) / (e) = {ours / added['e']:.2f}")
     print_peer_ratios(ours, added)
+    return {**added, "floor": floor, "base": statistics.median(samples["base"])}
+
+
+def figures_of(shape: str, cpu: dict[str, float]) -> dict[str, dict[str, Any]]:
+    """The CPU-time figures of one shape, for ``bench/results/llamaindex_overhead.json``.
+    The floor ratio stays in the printed report only: its denominator, (a) + bare
+    spans, is a difference of two noisy medians and comes out near zero or negative on
+    a busy machine."""
+    what = "query engine query" if shape == "query" else "FunctionAgent request"
+    figures: dict[str, dict[str, Any]] = {
+        f"{shape}_base_us": {"value": round(cpu["base"], 1), "unit": "µs",
+                             "label": f"{what} with no handlers (CPU time)"},
+        f"{shape}_ours_added_us": {"value": round(cpu["b"], 1), "unit": "µs",
+                                   "label": f"ragas-trace's added CPU time per {what}"},
+    }
+    peers = {n: cpu[n] for n in ("c", "d") if n in cpu}
+    for name, label in (("c", "OpenInference"), ("d", "OpenLLMetry")):
+        if name in peers:
+            figures[f"{shape}_{label.lower()}_added_us"] = {
+                "value": round(peers[name], 1), "unit": "µs",
+                "label": f"{label}'s added CPU time per {what}"}
+    if peers:
+        figures[f"{shape}_ours_over_cheapest_peer"] = {
+            "value": round(cpu["b"] / min(peers.values()), 3), "target": "<= 0.2",
+            "baseline": "the cheaper of OpenInference and OpenLLMetry",
+            "label": f"{what}: ours / cheapest peer (CPU time)"}
+    return figures
+
+
+def start_memory_check(shape: str, requests: int) -> subprocess.Popen[str]:
+    """The memory check of one shape, in a process of its own (run while the timing
+    runs: the timing's figures are differences within each round, so a neighbour
+    process costs them noise, not bias)."""
+    return subprocess.Popen([sys.executable, __file__, "--memory", str(requests),
+                             "--memory-shape", shape], stdout=subprocess.PIPE, text=True)
+
+
+def memory_figures(shape: str, check: subprocess.Popen[str], requests: int, bound: float
+                   ) -> dict[str, dict[str, Any]]:
+    stdout, _ = check.communicate()
+    if check.returncode != 0:
+        raise RuntimeError(f"the {shape} memory check failed ({check.returncode})")
+    out = stdout.split()
+    before, after = float(out[0]), float(out[1])
+    open_runs, open_spans, evicted = int(out[2]), int(out[3]), int(out[4])
+    growth = after - before
+    what = ("queries (1 in 10 a stream abandoned after one token, 1 in 50 a stream "
+            "dropped unread)" if shape == "query" else "FunctionAgent requests")
+    print(f"\nmemory: {requests:,} {what} through (b): RSS {before:.1f} MiB -> "
+          f"{after:.1f} MiB ({growth:+.1f} MiB, bound {bound:.0f} MiB: "
+          f"{'met' if growth <= bound else 'NOT met'}); open requests after: {open_runs}, "
+          f"mapped spans: {open_spans}, evicted: {evicted}")
+    return {f"{shape}_rss_growth_mib": {
+        "value": round(growth, 1), "unit": "MiB", "target": f"<= {bound:g}",
+        "label": f"RSS growth over {requests:,} {what} through ragas-trace"},
+        f"{shape}_open_requests_after": {
+            "value": open_runs, "label": f"requests still open after the {shape} memory run"}}
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--rounds", type=int, default=300)
-    parser.add_argument("--queries", type=int, default=5, help="queries per timed block")
-    parser.add_argument("--rss-queries", type=int, default=50_000)
+    parser.add_argument("--queries", type=int, default=5, help="requests per timed block")
+    parser.add_argument("--shapes", default="query,agent",
+                        help="comma-separated: query, agent")
+    parser.add_argument("--rss-queries", type=int, default=50_000,
+                        help="requests of each shape in the memory check")
     parser.add_argument("--rss-bound-mib", type=float, default=20.0,
                         help="RSS growth allowed over the memory check")
     parser.add_argument("--memory", type=int, help=argparse.SUPPRESS)
+    parser.add_argument("--memory-shape", default="query", help=argparse.SUPPRESS)
+    parser.add_argument("--no-results", action="store_true",
+                        help="do not write bench/results/llamaindex_overhead.json")
     args = parser.parse_args(argv)
     if args.memory is not None:
-        return memory_check(args.memory)
+        return memory_check(args.memory, args.memory_shape)
+    shapes = [s for s in args.shapes.split(",") if s]
+    unknown = set(shapes) - {"query", "agent"}
+    if unknown:
+        parser.error(f"unknown shapes: {', '.join(sorted(unknown))}")
 
     names = [n for n in INSTALLERS if available(n)]
     missing = [LABELS[n] for n in INSTALLERS if n not in names]
     if missing:
         print("not installed, skipped: " + "; ".join(missing) + " (pip install -e '.[bench]')")
-    print(f"{args.rounds} rounds x {args.queries} queries per configuration, interleaved "
-          "in one process")
-    wall, cpu, spans = measure(names, args.rounds, args.queries)
-    report("process CPU time per query (all threads; not charged for other processes)",
-           cpu, spans)
-    report("wall time per query", wall, spans)
-
-    if args.rss_queries > 0:
-        out = subprocess.run([sys.executable, __file__, "--memory", str(args.rss_queries)],
-                             check=True, capture_output=True, text=True).stdout.split()
-        before, after = float(out[0]), float(out[1])
-        open_runs, open_spans, evicted = int(out[2]), int(out[3]), int(out[4])
-        growth = after - before
-        print(f"\nmemory: {args.rss_queries:,} queries through (b) (1 in 10 a stream "
-              f"abandoned after one token, 1 in 50 a stream dropped unread): RSS "
-              f"{before:.1f} MiB -> {after:.1f} MiB ({growth:+.1f} MiB, bound "
-              f"{args.rss_bound_mib:.0f} MiB: "
-              f"{'met' if growth <= args.rss_bound_mib else 'NOT met'})"
-              f"; open requests after: {open_runs}, mapped spans: {open_spans}, "
-              f"evicted: {evicted}")
+    figures: dict[str, dict[str, Any]] = {}
+    checks = ({shape: start_memory_check(shape, args.rss_queries) for shape in shapes}
+              if args.rss_queries > 0 else {})
+    for shape in shapes:
+        print(f"\n##### shape: {shape}: {args.rounds} rounds x {args.queries} requests per "
+              "configuration, interleaved in one process")
+        wall, cpu, spans = measure(names, args.rounds, args.queries, shape)
+        cpu_costs = report(f"{shape}: process CPU time per request (all threads; not "
+                           "charged for other processes)", cpu, spans)
+        report(f"{shape}: wall time per request", wall, spans)
+        figures.update(figures_of(shape, cpu_costs))
+    for shape, check in checks.items():
+        figures.update(memory_figures(shape, check, args.rss_queries, args.rss_bound_mib))
+    if not args.no_results:
+        write_results("llamaindex_overhead", figures, command="python bench/llamaindex_overhead.py "
+                      + " ".join(argv if argv is not None else sys.argv[1:]))
     return 0
 
 

@@ -12,7 +12,12 @@ from typing import Any
 
 from llama_index.core.instrumentation.event_handlers import BaseEventHandler
 from llama_index.core.instrumentation.events import BaseEvent
-from llama_index.core.instrumentation.events.llm import LLMChatEndEvent, LLMCompletionEndEvent
+from llama_index.core.instrumentation.events.llm import (
+    LLMChatEndEvent,
+    LLMChatStartEvent,
+    LLMCompletionEndEvent,
+    LLMCompletionStartEvent,
+)
 from llama_index.core.instrumentation.span import BaseSpan
 from llama_index.core.instrumentation.span_handlers import BaseSpanHandler
 
@@ -20,6 +25,7 @@ from ragas_trace._internal_errors import record_internal_error
 from ragas_trace.collectors.llamaindex._tracker import Tracker
 
 _LLM_END_EVENTS = frozenset({LLMCompletionEndEvent, LLMChatEndEvent})
+_LLM_START_EVENTS = frozenset({LLMCompletionStartEvent, LLMChatStartEvent})
 
 
 class RagasSpanHandler(BaseSpanHandler[BaseSpan]):
@@ -90,7 +96,8 @@ class RagasSpanHandler(BaseSpanHandler[BaseSpan]):
 
 
 class RagasEventHandler(BaseEventHandler):
-    """Only LLM end events matter: they carry a streamed call's usage and its end."""
+    """Only LLM events matter: start events carry the prompt, end events the
+    completion and a streamed call's usage and end."""
 
     tracker: Any = None
 
@@ -99,8 +106,11 @@ class RagasEventHandler(BaseEventHandler):
         return "RagasEventHandler"
 
     def handle(self, event: BaseEvent, **kwargs: Any) -> None:
-        if type(event) in _LLM_END_EVENTS:
-            try:
+        kind = type(event)
+        try:
+            if kind in _LLM_END_EVENTS:
                 self.tracker.llm_ended(event.span_id, getattr(event, "response", None))
-            except Exception as exc:
-                record_internal_error("llamaindex.event", exc)
+            elif kind in _LLM_START_EVENTS:
+                self.tracker.llm_started(event)
+        except Exception as exc:
+            record_internal_error("llamaindex.event", exc)

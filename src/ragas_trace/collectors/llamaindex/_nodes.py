@@ -12,18 +12,26 @@ from llama_index.core.base.base_query_engine import BaseQueryEngine
 from llama_index.core.base.base_retriever import BaseRetriever
 from llama_index.core.base.llms.base import BaseLLM
 from llama_index.core.chat_engine.types import BaseChatEngine, StreamingAgentChatResponse
+from llama_index.core.tools.types import BaseTool
+from llama_index.core.workflow import Workflow
 from opentelemetry import context as otel_context
 from opentelemetry.trace import Span
 
 # Roles of the objects whose dispatcher spans matter. Plain ints, not an Enum: member
 # access on an Enum class costs about 0.15 µs in CPython 3.11, and this runs per span.
-OTHER, QUERY_ENGINE, CHAT_ENGINE, RETRIEVER, LLM, CHAT_STREAM, ROOT = range(7)
+# STEP: spans without an object, among them every workflow step (whose output event
+# may carry passages).
+OTHER, QUERY_ENGINE, CHAT_ENGINE, RETRIEVER, LLM, CHAT_STREAM, ROOT, WORKFLOW, TOOL, STEP = (
+    range(10))
 _ROLE_CLASSES = (
     (BaseQueryEngine, QUERY_ENGINE),
     (BaseChatEngine, CHAT_ENGINE),
+    (Workflow, WORKFLOW),
     (BaseRetriever, RETRIEVER),
     (BaseLLM, LLM),
+    (BaseTool, TOOL),
     (StreamingAgentChatResponse, CHAT_STREAM),
+    (type(None), STEP),
 )
 _UUID_SUFFIX = 37  # "-" + str(uuid4())
 
@@ -46,8 +54,8 @@ def method_of(id_: str) -> str:
 class Request:
     """One captured engine call, from its root span's start to its answer."""
 
-    __slots__ = ("awaiting_writer", "deadline", "done", "early_end", "ended", "pending_llms",
-                 "root", "streaming")
+    __slots__ = ("awaiting_writer", "deadline", "done", "early_end", "ended", "passage_ids",
+                 "pending_llms", "root", "streaming")
 
     def __init__(self, deadline: float) -> None:
         self.deadline = deadline
@@ -60,6 +68,10 @@ class Request:
         # Child nodes that ended before the request: their spans are made with the root's.
         self.done: list[Node] = []
         self.ended = False
+        # Workflow runs only: ids of the passages recorded so far, so that nodes a step
+        # passes on (or a tool returns) after a retriever span recorded them are not
+        # recorded twice.
+        self.passage_ids: set[str] | None = None
 
 
 class Node:
@@ -69,13 +81,15 @@ class Node:
     and end times and every attribute in one SDK call (see ``Tracker._end_request``);
     a node still open then gets its span in the burst and ends it later."""
 
-    __slots__ = ("aliases", "attrs", "ctx", "end_ns", "ended", "error", "instance_id",
-                 "li_id", "parent", "parent_ctx", "pending", "request", "role", "span",
-                 "start_ns", "token")
+    __slots__ = ("aliases", "attrs", "ctx", "end_ns", "ended", "error", "has_input",
+                 "instance_id", "li_id", "name", "parent", "parent_ctx", "pending", "request",
+                 "role", "span", "start_ns", "token")
 
     def __init__(self, li_id: str, role: int, span: Span | None, request: Request,
                  parent: Node | None = None, attrs: dict[str, Any] | None = None) -> None:
         self.li_id = li_id
+        # The span's name when not the dispatcher span's (a tool's own name).
+        self.name: str | None = None
         self.role = role
         self.span = span
         self.request = request
@@ -92,6 +106,8 @@ class Node:
         self.instance_id = 0
         self.pending = False
         self.ended = False
+        # An LLM call's input messages are recorded (its first start event).
+        self.has_input = False
         self.token: Token[Node | None] | None = None
 
 

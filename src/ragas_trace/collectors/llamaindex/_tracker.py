@@ -1,8 +1,14 @@
 """LlamaIndex dispatcher spans -> our OpenTelemetry spans.
 
-One CHAIN root per engine request (``query``/``aquery`` of a query engine,
-``chat``/``achat``/``stream_chat``/``astream_chat`` of a chat engine), a RETRIEVER
-span per outermost ``retrieve`` and an LLM span per outermost LLM call. Every other
+One CHAIN root per request: ``query``/``aquery`` of a query engine,
+``chat``/``achat``/``stream_chat``/``astream_chat`` of a chat engine, or the ``run``
+of a workflow (agents such as ``FunctionAgent`` are workflows), whichever is
+outermost; a RETRIEVER span per outermost ``retrieve``, a TOOL span per outermost
+tool call and an LLM span per outermost LLM call (with its messages, from the LLM
+start/end events). Workflow steps run as asyncio tasks created inside the run, so
+they inherit the run's context variables, ``CURRENT`` included. A step makes no span;
+``NodeWithScore``s in its output event that no retriever span of the run recorded
+get a RETRIEVER span of their own. Every other
 dispatcher span is ignored at the cost of one dict lookup: the enclosing span of ours
 is found through a context variable (``CURRENT``), not through a map of every open
 dispatcher span. LLM calls nested in an LLM call (``acomplete`` -> ``complete``,
@@ -26,24 +32,26 @@ span once, the request table, chat-stream hand-off) take ``_lock``."""
 from __future__ import annotations
 
 import inspect
-import threading
+import itertools
 import time
 import weakref
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from functools import partial
 from typing import Any
 
 from llama_index.core.base.llms.types import ChatResponse, CompletionResponse
 from llama_index.core.base.response.schema import AsyncStreamingResponse, StreamingResponse
 from llama_index.core.chat_engine.types import StreamingAgentChatResponse
+from llama_index.core.workflow import Event, StopEvent
+from llama_index_instrumentation.dispatcher import active_instrument_tags
 from opentelemetry import context as otel_context
-from opentelemetry import trace
 from opentelemetry.context import _SUPPRESS_INSTRUMENTATION_KEY
 from opentelemetry.trace import Span, Status, StatusCode, Tracer
 
 from ragas_trace import semconv as sc
 from ragas_trace._internal_errors import record_internal_error
 from ragas_trace.collectors import _attributes as attributes
+from ragas_trace.collectors.llamaindex import _agent_values as agent_values
 from ragas_trace.collectors.llamaindex import _values as values
 from ragas_trace.collectors.llamaindex._nodes import (
     CHAT_ENGINE,
@@ -53,19 +61,25 @@ from ragas_trace.collectors.llamaindex._nodes import (
     QUERY_ENGINE,
     RETRIEVER,
     ROOT,
+    STEP,
+    TOOL,
+    WORKFLOW,
     Node,
     Request,
     method_of,
     role_of_class,
     span_name,
 )
+from ragas_trace.collectors.llamaindex._spans import SpanBook, record_error
 from ragas_trace.collectors.llamaindex._streams import wrap_async_stream, wrap_stream
 
 FRAMEWORK = "llamaindex"
 _ENTRY_METHODS = {
     QUERY_ENGINE: frozenset({"query", "aquery"}),
     CHAT_ENGINE: frozenset({"chat", "achat", "stream_chat", "astream_chat"}),
+    WORKFLOW: frozenset({"run"}),
 }
+_ROOT_ROLES = frozenset(_ENTRY_METHODS)
 _WRITER_METHODS = frozenset({"write_response_to_history", "awrite_response_to_history"})
 _LLM_RESPONSES = (CompletionResponse, ChatResponse)
 _MISSING = object()
@@ -73,14 +87,14 @@ _MAX_CACHED = 1024  # distinct engine names / LLM models whose attributes are ca
 _RETRIEVER_ATTRS = dict(attributes.retriever_attributes())
 
 
-class Tracker:
+class Tracker(SpanBook):
     """The state behind one span-handler/event-handler pair. The handlers look up the
     role of each span's object in ``roles`` and call in only for the roles that matter."""
 
     def __init__(self, tracer: Tracer, app_name: str | None, tags: Mapping[str, Any] | None,
                  engines: weakref.WeakSet[Any] | None, max_documents: int,
                  document_budget: int | None, run_ttl_s: float, max_open_runs: int) -> None:
-        self._tracer = tracer
+        super().__init__(tracer)
         self._app_name = app_name
         self._tags = tuple(tags.items()) if tags else ()
         self._engines = engines
@@ -93,10 +107,6 @@ class Tracker:
         self._max_open_runs = max_open_runs
         self.roles: dict[type, int] = {}
         self._requests: dict[str, Node] = {}  # root id -> root, oldest first
-        # Streaming LLM calls that returned and wait for their end event, by every
-        # dispatcher id the event may carry.
-        self._pending: dict[str, Node] = {}
-        self._lock = threading.Lock()
         self.evicted_runs = 0
 
     @property
@@ -121,16 +131,22 @@ class Tracker:
               tags: Mapping[str, Any] | None) -> None:
         current = CURRENT.get()
         if current is None or current.request.ended:
-            if role in (QUERY_ENGINE, CHAT_ENGINE):
+            if role in _ROOT_ROLES:
                 self._start_request(id_, role, bound_args, instance, tags)
+        elif role == STEP:
+            return
         elif role == RETRIEVER:
             if current.role != RETRIEVER:
                 attrs = dict(_RETRIEVER_ATTRS)
                 attrs.update(attributes.input_attributes(values.question_of(bound_args)))
                 self._push(Node(id_, RETRIEVER, None, current.request, current, attrs))
         elif role == LLM:
-            self._enter_llm(id_, current, instance)
-        # An engine called inside a request stays part of it, without a span.
+            # Private helpers (``_prepare_chat_with_tools``) are no model call.
+            if current.role == LLM or not method_of(id_).startswith("_"):
+                self._enter_llm(id_, current, instance)
+        elif role == TOOL and current.role != TOOL:  # acall -> call: one span
+            self._enter_tool(id_, current, instance, bound_args)
+        # An engine or workflow run inside a request stays part of it, without a span.
 
     def exit(self, id_: str, instance: Any, role: int, result: Any) -> None:
         node = CURRENT.get()
@@ -143,6 +159,9 @@ class Tracker:
                     self._add(node, attributes.usage_attributes(*values.usage_of(result)))
             elif role == CHAT_STREAM and method_of(id_) in _WRITER_METHODS:
                 self._writer_done(node.request, instance, None)
+            elif role == STEP and node.request.passage_ids is not None and isinstance(
+                    result, Event):
+                self._found_passages(id_, node, result)
             return
         self._pop(node)
         if node.role == ROOT:
@@ -155,6 +174,14 @@ class Tracker:
                     docs: dict[str, Any] = {}
                     self._documents.add(docs, result)
                     self._span_of(node).set_attributes(docs)
+                seen = node.request.passage_ids
+                if seen is not None and isinstance(result, list):
+                    seen.update(filter(None, map(agent_values.node_id, result)))
+            finally:
+                self._end_node(node)
+        elif node.role == TOOL:
+            try:
+                self._tool_returned(node, result)
             finally:
                 self._end_node(node)
         elif inspect.isgenerator(result) or inspect.isasyncgen(result):
@@ -184,13 +211,31 @@ class Tracker:
         node.error = err
         self._end_node(node)
 
+    def llm_started(self, event: Any) -> None:
+        """A chat/completion start event, inside the LLM call's span: its prompt."""
+        node = CURRENT.get()
+        if node is None or node.role != LLM or node.has_input or node.ended:
+            return
+        node.has_input = True
+        self._add(node, attributes.message_attributes(
+            "input", agent_values.input_messages(event)))
+
     def llm_ended(self, span_id: str | None, response: Any) -> None:
-        """A completion/chat end event: ends a streaming LLM call, with its usage."""
+        """A completion/chat end event: the completion; it ends a streaming LLM call,
+        with its usage (a call that returned a response ends when its span does)."""
+        node = CURRENT.get()
+        if node is not None and node.role == LLM and not node.ended:
+            self._add(node, attributes.message_attributes(
+                "output", agent_values.output_messages(response)))
+            return
         node = self._pending.get(span_id) if span_id is not None else None
         if node is None or node.ended:
             return
         try:
-            self._add(node, attributes.usage_attributes(*values.usage_of(response)))
+            self._add(node, itertools.chain(
+                attributes.usage_attributes(*values.usage_of(response)),
+                attributes.message_attributes(
+                    "output", agent_values.output_messages(response))))
         finally:
             self._end_node(node)
 
@@ -212,7 +257,8 @@ class Tracker:
             return
         if self._tags:
             if tags is None:
-                return
+                # llama-index-workflows enters a run's span without its tags.
+                tags = active_instrument_tags.get()
             for key, value in self._tags:
                 if tags.get(key, _MISSING) != value:
                     return
@@ -224,11 +270,20 @@ class Tracker:
             if len(self._chain_attrs) < _MAX_CACHED:
                 self._chain_attrs[name] = base
         attrs = dict(base)
-        attrs.update(attributes.input_attributes(values.question_of(bound_args)))
+        request = Request(time.monotonic() + self._run_ttl_s)
+        if role == WORKFLOW:
+            request.passage_ids = set()
+            attrs.update(attributes.input_attributes(agent_values.question_of_run(bound_args)))
+            attrs.update(attributes.session_attributes(agent_values.session_of_run(bound_args)))
+        else:
+            attrs.update(attributes.input_attributes(values.question_of(bound_args)))
+            if role == CHAT_ENGINE:
+                attrs.update(attributes.session_attributes(
+                    agent_values.session_of_memory(getattr(instance, "_memory", None))))
         now = time.monotonic()
-        root = Node(id_, ROOT, None, Request(now + self._run_ttl_s), None, attrs)
+        root = Node(id_, ROOT, None, request, None, attrs)
         root.parent_ctx = otel_context.get_current()
-        root.request.root = root
+        request.root = root
         with self._lock:
             victims = self._victims_locked(now)
             self._requests[id_] = root
@@ -255,6 +310,15 @@ class Tracker:
 
     def _root_returned(self, root: Node, result: Any) -> None:
         request = root.request
+        if isinstance(result, StopEvent):
+            try:
+                self._found_passages(root.li_id, root, result)
+            except Exception as exc:
+                record_internal_error("llamaindex.stop_event", exc)
+            result = agent_values.result_of_stop(result)
+            if not isinstance(result, StreamingResponse | AsyncStreamingResponse):
+                self._end_request(root, agent_values.answer_of_result(result), None)
+                return
         if isinstance(result, StreamingResponse) and result.response_gen is not None:
             request.streaming = True
             result.response_gen = self._wrap(root, result.response_gen, is_async=False)
@@ -339,7 +403,7 @@ class Tracker:
                 span.set_status(Status(
                     StatusCode.ERROR, f"no end within {self._run_ttl_s:g} s; evicted"))
             if err is not None and not isinstance(err, GeneratorExit):
-                _record_error(span, err)
+                record_error(span, err)
         finally:
             for node in done:
                 self._finish_span(node)
@@ -350,7 +414,50 @@ class Tracker:
             request.root = None
             (span or self._span_of(root)).end(end_ns)
 
-    # Spans ----------------------------------------------------------------------
+    # Workflows and tools ----------------------------------------------------------
+
+    def _enter_tool(self, id_: str, current: Node, instance: Any,
+                    bound_args: inspect.BoundArguments) -> None:
+        name, description = agent_values.tool_identity(instance)
+        attrs = dict(attributes.tool_attributes(name, description))
+        arguments = agent_values.tool_input(bound_args)
+        if arguments is not None:
+            attrs[sc.INPUT_VALUE] = arguments
+            attrs[sc.INPUT_MIME_TYPE] = sc.MIME_JSON
+        node = Node(id_, TOOL, None, current.request, current, attrs)
+        node.name = name
+        self._push(node)
+
+    def _tool_returned(self, node: Node, result: Any) -> None:
+        text, is_error = agent_values.tool_output(result)
+        self._add(node, attributes.output_attributes(text))
+        if is_error:
+            node.error = RuntimeError(text or "tool call failed")
+        if node.request.passage_ids is not None:
+            self._found_passages(node.li_id, node, result)
+
+    def _found_passages(self, id_: str, parent: Node, value: Any) -> None:
+        """Passages a workflow step wrote into its output event, or a tool returned,
+        that no retriever span of the request recorded: a RETRIEVER span of their own,
+        named after the step, ending as it returns."""
+        seen = parent.request.passage_ids
+        if seen is None:
+            return
+        new = []
+        for item in agent_values.passages_in(value):
+            key = agent_values.node_id(item)
+            if key is None or key not in seen:
+                new.append(item)
+                if key is not None:
+                    seen.add(key)
+        if not new:
+            return
+        attrs = dict(_RETRIEVER_ATTRS)
+        self._documents.add(attrs, new)
+        node = Node(id_, RETRIEVER, None, parent.request, parent, attrs)
+        self._end_node(node)
+
+    # LLM calls ------------------------------------------------------------------
 
     def _enter_llm(self, id_: str, current: Node, instance: Any) -> None:
         if current.role == LLM:
@@ -372,80 +479,3 @@ class Tracker:
         node = Node(id_, LLM, None, current.request, current, dict(base))
         node.instance_id = key
         self._push(node)
-
-    def _push(self, node: Node) -> None:
-        node.token = CURRENT.set(node)
-
-    def _pop(self, node: Node) -> None:
-        token = node.token
-        node.token = None
-        try:
-            if token is not None:
-                CURRENT.reset(token)
-        except ValueError:
-            # Exited in another context than it entered (a future's callback).
-            CURRENT.set(node.parent)
-
-    def _span_of(self, node: Node) -> Span:
-        """The node's span, created now (with everything known so far) if not yet."""
-        span = node.span
-        if span is None:
-            parent = node.parent
-            ctx = node.parent_ctx if parent is None else self._context_of(parent)
-            span = node.span = self._tracer.start_span(
-                span_name(node.li_id), ctx, attributes=node.attrs, start_time=node.start_ns)
-            node.attrs = None
-        return span
-
-    def _context_of(self, node: Node) -> otel_context.Context:
-        ctx = node.ctx
-        if ctx is None:
-            if node.span is None:
-                # A child of a RETRIEVER/LLM span (rare): create the parent first, once.
-                with self._lock:
-                    span = self._span_of(node)
-            else:
-                span = node.span
-            ctx = node.ctx = trace.set_span_in_context(span)
-        return ctx
-
-    def _add(self, node: Node, attrs: Iterable[attributes.Attribute]) -> None:
-        pending = node.attrs  # one read: another thread may make the span meanwhile
-        if node.span is None and pending is not None:
-            pending.update(attrs)
-        else:
-            self._span_of(node).set_attributes(dict(attrs))
-
-    def _end_node(self, node: Node, end_ns: int | None = None) -> None:
-        node_end = time.time_ns() if end_ns is None else end_ns
-        request = node.request
-        with self._lock:
-            if node.ended:
-                return
-            node.ended = True
-            node.end_ns = node_end
-            later = not request.ended
-            if later:
-                request.done.append(node)
-        if node.pending:
-            pending = self._pending
-            pending.pop(node.li_id, None)
-            for alias in node.aliases:
-                pending.pop(alias, None)
-        if not later:
-            self._finish_span(node)
-
-    def _finish_span(self, node: Node) -> None:
-        span = self._span_of(node)
-        try:
-            if node.error is not None:
-                _record_error(span, node.error)
-        finally:
-            span.end(node.end_ns)
-
-
-def _record_error(span: Span, err: BaseException | None) -> None:
-    if err is None:
-        return
-    span.record_exception(err)
-    span.set_status(Status(StatusCode.ERROR, f"{type(err).__name__}: {err}"))
