@@ -1,4 +1,5 @@
 import os
+import shutil
 from collections import Counter
 
 import pytest
@@ -19,3 +20,12 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
     terminalreporter.section("skipped for want of a tool")
     for reason, count in sorted(reasons.items()):
         terminalreporter.line(f"{count:3d} x {reason}")
+
+
+@pytest.fixture(scope="session")
+def promtool() -> str:
+    """promtool comes from Debian's ``prometheus`` package, which ``.ci/run`` installs."""
+    path = shutil.which("promtool")
+    if path is None:
+        pytest.skip("promtool not installed (apt-get install prometheus; .ci/run does)")
+    return path
