@@ -62,9 +62,34 @@ def main() -> int:
                         help="onnxruntime threads (default: every core, as the target is "
                              "records/s on the machine's cores; the judge's own default "
                              "is half of them)")
+    parser.add_argument("--save", action="store_true",
+                        help="also write bench/results/local_judge_speed.json")
     args = parser.parse_args()
-    print(json.dumps(measure(args.records, args.repeats, args.threads)))
+    result = measure(args.records, args.repeats, args.threads)
+    print(json.dumps(result))
+    if args.save:
+        _save(result, args)
     return 0
+
+
+def _save(result: dict[str, Any], args: argparse.Namespace) -> None:
+    from results_file import write_results
+
+    write_results("local_judge_speed", {
+        "model_load_s": {"value": result["load_s"], "unit": "s", "target": "< 1 s",
+                         "label": "Local judge: model load (checksums, tokenizer, "
+                                  "onnxruntime session), fresh process"},
+        "peak_rss_mb": {"value": round(result["peak_rss_mb"]), "unit": "MB",
+                        "target": "< 400 MB",
+                        "baseline": f"{result['rss_before_model_mb']:.0f} MB before the "
+                                    "model loads",
+                        "label": "Local judge: peak RSS of a process scoring the "
+                                 f"{args.records} WikiEval records"},
+        f"records_per_s_{args.threads}_threads": {
+            "value": result["records_per_s_median"], "unit": "records/s", "target": "≥ 5",
+            "label": f"Local judge, {args.threads} threads, fresh process (median of "
+                     f"{args.repeats})"},
+    }, command=f"python bench/local_judge_speed.py --threads {args.threads} --save")
 
 
 if __name__ == "__main__":
