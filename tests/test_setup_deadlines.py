@@ -6,7 +6,6 @@ from __future__ import annotations
 import logging
 import socket
 import threading
-from collections.abc import Callable
 
 import pytest
 from opentelemetry.sdk.metrics import MeterProvider as SdkMeterProvider
@@ -15,6 +14,7 @@ from opentelemetry.sdk.trace import TracerProvider
 import ragas_trace
 from ragas_trace.testing.rag_spans import rag_request
 from ragas_trace.testing.scripted_judge import ScriptedJudge
+from ragas_trace.testing.waiting import finishes
 
 
 def closed_port_url() -> str:
@@ -22,16 +22,6 @@ def closed_port_url() -> str:
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
     return f"http://127.0.0.1:{port}"  # nothing listens: connection refused
-
-
-def finishes(call: Callable[[], object], within_s: float = 60.0) -> list[object]:
-    """Run ``call`` and wait for it, generously: a hang fails the test, not the suite."""
-    result: list[object] = []
-    thread = threading.Thread(target=lambda: result.append(call()), daemon=True)
-    thread.start()
-    thread.join(within_s)
-    assert not thread.is_alive(), "the call did not return"
-    return result
 
 
 @pytest.fixture

@@ -15,6 +15,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 
 from ragas_trace.exporters.export_queue import ExportQueue
 from ragas_trace.exporters.metrics import ScorerMetrics
+from ragas_trace.testing.waiting import finishes
 
 
 class FailingExporter(SpanExporter):
@@ -75,16 +76,6 @@ def counting() -> tuple[InMemoryMetricReader, Callable[[int, str], None]]:
     reader = InMemoryMetricReader()
     metrics = ScorerMetrics(MeterProvider(metric_readers=[reader]), "svc")
     return reader, metrics.export_lost
-
-
-def finishes(call: Callable[[], object], within_s: float = 30.0) -> list[object]:
-    """Run ``call`` and wait for it, generously: a hang fails the test, not the suite."""
-    result: list[object] = []
-    thread = threading.Thread(target=lambda: result.append(call()), daemon=True)
-    thread.start()
-    thread.join(within_s)
-    assert not thread.is_alive(), "the call did not return"
-    return result
 
 
 def test_delivered_spans_are_not_lost():
