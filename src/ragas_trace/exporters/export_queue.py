@@ -95,17 +95,18 @@ class ExportQueue(SpanProcessor):
 
     def force_flush(self, timeout_millis: int = 30000) -> bool:
         """Export everything queued; ``False`` if the deadline came first or a span was
-        lost since the previous flush or shutdown."""
+        lost since the previous flush (a periodic flush is a health check)."""
         deadline = time.monotonic() + max(0, timeout_millis) / 1000.0
         with self._lock:
             self._flushing = True
             self._wake.notify()
             done = self._wait_idle(deadline)
-        return self._report("flush") and done
+        return not self._report("flush") and done
 
     def shutdown(self, timeout_millis: int = 30000) -> bool:  # type: ignore[override]
         """Export what is queued until the deadline, then count the rest as lost and
-        shut the exporter down. Safe twice; ``False`` when anything was lost."""
+        shut the exporter down. Safe twice. The final account: ``False`` when any span
+        was lost in the queue's life, even one an earlier flush already reported."""
         deadline = time.monotonic() + max(0, timeout_millis) / 1000.0
         with self._lock:
             if self._closed:
@@ -123,7 +124,10 @@ class ExportQueue(SpanProcessor):
         # then fails and is counted as lost to the shutdown.
         call_within(self.exporter.shutdown, max(0.05, remaining(deadline)), "exporter shutdown")
         self._worker.join(min(0.1, remaining(deadline)))
-        return self._report("shutdown") and done
+        self._report("shutdown")
+        with self._lock:
+            lost = sum(self.lost.values())
+        return not lost and done
 
     # -- internals -------------------------------------------------------------------
 
@@ -189,16 +193,16 @@ class ExportQueue(SpanProcessor):
             except Exception as exc:
                 logger.warning("ragas-trace: counting lost spans failed: %s", exc)
 
-    def _report(self, when: str) -> bool:
-        """Log the losses since the last report; ``True`` if there were none."""
+    def _report(self, when: str) -> int:
+        """Log the losses since the last report; their count."""
         with self._lock:
             total = sum(self.lost.values())
             new, self._reported = total - self._reported, total
             by_reason = ", ".join(f"{r} {n}" for r, n in sorted(self.lost.items()))
         if new:
-            logger.warning("ragas-trace: %d span(s) not exported since the last %s (total "
-                           "by reason: %s)", new, when, by_reason)
-        return not new
+            logger.warning("ragas-trace: %d span(s) not exported, found by %s "
+                           "(total by reason: %s)", new, when, by_reason)
+        return new
 
 
 _queues: weakref.WeakSet[ExportQueue] = weakref.WeakSet()
