@@ -3,7 +3,8 @@
 from the environment), then RAG requests whose roots are held for scoring.
 
     python exit_app.py exit N      # N requests, then a normal interpreter exit
-    python exit_app.py sigterm N   # N requests, then wait for SIGTERM
+    python exit_app.py sigterm N   # N requests, then wait for SIGTERM (or SIGINT)
+    python exit_app.py raise N     # N requests, then an uncaught exception
     python exit_app.py own N       # the same, with the app's own SIGTERM handler
                                    # (installed before setup(): exits with status 3)
     python -m uvicorn exit_app:app --app-dir DIR   # one request per HTTP GET
@@ -50,6 +51,8 @@ if __name__ == "__main__":
     for _ in range(count):
         rag_request(tracer)
     print("ready", flush=True)
+    if mode == "raise":
+        raise RuntimeError("the app failed")
     if mode == "own":
         assert signal.getsignal(signal.SIGTERM) is own_handler  # left alone by setup()
     if mode in ("sigterm", "own"):

@@ -114,6 +114,24 @@ def test_sigterm_past_the_grace_drops_as_shutdown(receiver, judge_server):
     assert statuses(receiver) == [("dropped", "shutdown")] * 5, err
 
 
+def test_an_uncaught_exception_still_scores_every_held_root(receiver, judge_server):
+    child = start([str(APP), "raise", "5"], child_env(receiver, judge_server, grace_s=20))
+    code, err = finish(child)
+    assert code == 1 and "RuntimeError: the app failed" in err, err
+    assert statuses(receiver) == [("scored", None)] * 5, err
+
+
+def test_ctrl_c_scores_every_held_root(receiver, judge_server):
+    # SIGINT is Python's KeyboardInterrupt: ragas-trace installs nothing for it, and
+    # the normal exit path flushes. The exit status stays the interpreter's.
+    child = start([str(APP), "sigterm", "5"], child_env(receiver, judge_server, grace_s=20))
+    wait_ready(child)
+    child.send_signal(signal.SIGINT)
+    code, err = finish(child)
+    assert code != 0 and "KeyboardInterrupt" in err, err
+    assert statuses(receiver) == [("scored", None)] * 5, err
+
+
 def test_handle_sigterm_off_leaves_the_default(receiver, judge_server):
     env = {**child_env(receiver, judge_server, grace_s=20), "RAGAS_TRACE_HANDLE_SIGTERM": "0"}
     child = start([str(APP), "sigterm", "3"], env)
