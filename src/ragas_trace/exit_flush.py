@@ -14,13 +14,20 @@ exported with status ``dropped``, reason ``shutdown``.
   would have, with the same exit status. ``handle_sigterm=False`` turns it off.
   Servers that handle SIGTERM themselves end either with a normal exit
   (gunicorn's workers) or by restoring the handler they found and re-raising
-  the signal (uvicorn): both paths come here."""
+  the signal (uvicorn): both paths come here.
+- multiprocessing children (``Process``, ``Pool`` and ``ProcessPoolExecutor``
+  workers, forked or spawned) end with ``os._exit``, which skips ``atexit``: there
+  a finalizer of multiprocessing's own exit function flushes instead, registered
+  when ``setup()`` runs in the child or, for a child forked after it, at the fork."""
 
 from __future__ import annotations
 
 import atexit
 import concurrent.futures.thread  # noqa: F401  (its exit hook must be registered first)
 import logging
+import multiprocessing
+import multiprocessing.util
+import os
 import signal
 import threading
 from types import FrameType
@@ -37,6 +44,7 @@ _lock = threading.Lock()
 _watched: set[RagasTrace] = set()  # strong: an app may drop what setup() returned
 _hooks_registered = False
 _sigterm_installed = False
+_finalizer_pid: int | None = None  # the process whose multiprocessing exit flushes
 
 
 def watch(rt: RagasTrace, handle_sigterm: bool) -> None:
@@ -50,6 +58,9 @@ def watch(rt: RagasTrace, handle_sigterm: bool) -> None:
         _register_exit_hooks()
     if handle_sigterm:
         _install_sigterm_handler()
+    if multiprocessing.parent_process() is not None:
+        _flush_at_child_exit()
+    multiprocessing.util.register_after_fork(rt, _forked)
 
 
 def forget(rt: RagasTrace) -> None:
@@ -93,6 +104,25 @@ def _export_at_exit() -> None:
             logger.warning("ragas-trace: shutdown at exit failed: %s", exc)
 
 
+def _forked(rt: RagasTrace) -> None:
+    # multiprocessing calls this in a child it forked, after clearing the finalizers
+    # the parent registered.
+    _flush_at_child_exit()
+
+
+def _flush_at_child_exit() -> None:
+    global _finalizer_pid
+    if _finalizer_pid == os.getpid():
+        return  # (two could only come from racing setup() calls: a second flush is a no-op)
+    _finalizer_pid = os.getpid()
+    # A high priority: before multiprocessing's own clean-ups (joining children, etc.).
+    multiprocessing.util.Finalize(None, _flush_watched, exitpriority=100)
+
+
+def _flush_watched() -> None:
+    _flush_all(_watched_now())
+
+
 def _install_sigterm_handler() -> None:
     global _sigterm_installed
     if _sigterm_installed or threading.current_thread() is not threading.main_thread():
@@ -126,3 +156,12 @@ def _flush_all(watched: list[RagasTrace]) -> None:
             rt.flush_for_exit()
         except Exception as exc:
             logger.warning("ragas-trace: flush on SIGTERM failed: %s", exc)
+
+
+def _reinit_after_fork() -> None:
+    # Another thread may have held the lock at the fork: the child's copy stays locked.
+    global _lock
+    _lock = threading.Lock()
+
+
+os.register_at_fork(after_in_child=_reinit_after_fork)

@@ -5,6 +5,9 @@ from the environment), then RAG requests whose roots are held for scoring.
     python exit_app.py exit N      # N requests, then a normal interpreter exit
     python exit_app.py sigterm N   # N requests, then wait for SIGTERM (or SIGINT)
     python exit_app.py raise N     # N requests, then an uncaught exception
+    python exit_app.py process N   # N requests in a forked multiprocessing.Process
+    python exit_app.py pool N      # N requests in forked Pool workers, close() + join()
+    python exit_app.py pool-with N # the same in `with Pool(...)`, which terminates them
     python exit_app.py own N       # the same, with the app's own SIGTERM handler
                                    # (installed before setup(): exits with status 3)
     python -m uvicorn exit_app:app --app-dir DIR   # one request per HTTP GET
@@ -12,6 +15,7 @@ from the environment), then RAG requests whose roots are held for scoring.
 
 from __future__ import annotations
 
+import multiprocessing
 import signal
 import sys
 import time
@@ -32,6 +36,27 @@ rt = ragas_trace.setup(service_name="exit-test", judge="openai", exporter="otlp"
 tracer = rt.tracer_provider.get_tracer("exit-test")
 
 
+def one_request(_: int) -> None:
+    rag_request(tracer)
+
+
+def in_children(mode: str, count: int) -> None:
+    """RAG requests made only in forked children, whose exit skips ``atexit``."""
+    fork = multiprocessing.get_context("fork")
+    if mode == "process":
+        child = fork.Process(target=lambda: [one_request(i) for i in range(count)])
+        child.start()
+        child.join(60)
+    elif mode == "pool":
+        pool = fork.Pool(2)
+        pool.map(one_request, range(count))
+        pool.close()
+        pool.join()
+    else:
+        with fork.Pool(2) as pool:
+            pool.map(one_request, range(count))
+
+
 async def app(scope: dict[str, Any], receive: Any, send: Any) -> None:
     if scope["type"] == "lifespan":
         while True:
@@ -48,6 +73,9 @@ async def app(scope: dict[str, Any], receive: Any, send: Any) -> None:
 
 if __name__ == "__main__":
     mode, count = sys.argv[1], int(sys.argv[2])
+    if mode in ("process", "pool", "pool-with"):
+        in_children(mode, count)
+        sys.exit(0)
     for _ in range(count):
         rag_request(tracer)
     print("ready", flush=True)

@@ -132,6 +132,15 @@ def test_ctrl_c_scores_every_held_root(receiver, judge_server):
     assert statuses(receiver) == [("scored", None)] * 5, err
 
 
+@pytest.mark.parametrize("mode", ["process", "pool", "pool-with"])
+def test_forked_multiprocessing_children_score_every_held_root(receiver, judge_server, mode):
+    # Their exit is os._exit (no atexit); `with Pool` ends its workers with SIGTERM.
+    child = start([str(APP), mode, "6"], child_env(receiver, judge_server, grace_s=20))
+    code, err = finish(child)
+    assert code == 0, err
+    assert statuses(receiver) == [("scored", None)] * 6, err
+
+
 def test_handle_sigterm_off_leaves_the_default(receiver, judge_server):
     env = {**child_env(receiver, judge_server, grace_s=20), "RAGAS_TRACE_HANDLE_SIGTERM": "0"}
     child = start([str(APP), "sigterm", "3"], env)

@@ -92,6 +92,7 @@ class BackgroundScorer:
         self._semaphore: asyncio.Semaphore | None = None
         self._wake: asyncio.Event | None = None
         self._pump_task: asyncio.Task[None] | None = None
+        self._stopping = False  # past the shutdown deadline: what ends now is dropped
         self._sleeping = False  # the loop waits for a wake-up, not polling
         self._inbox: deque[tuple[RecordSource, Done]] = deque()
         self._tasks: set[asyncio.Task[None]] = set()
@@ -154,13 +155,15 @@ class BackgroundScorer:
 
     def shutdown(self, timeout_s: float = 5.0) -> bool:
         """Stop accepting, drain within ``timeout_s``, cancel what is left (its ``done``
-        gets ``dropped``/``shutdown``), close the judge. Safe to call twice."""
+        gets ``dropped``/``shutdown``), close the judge. Safe to call twice; a second
+        call while the first drains waits for the drain too (a SIGTERM that comes while
+        the exit path drains must not cut it short)."""
         deadline = time.monotonic() + max(0.0, timeout_s)
         with self._lock:
             already = self._closed
             self._closed = True
         if already:
-            return True
+            return self.drain(timeout_s)
         drained = self.drain(deadline - time.monotonic())
         with self._lock:
             loop, thread = self._loop, self._thread
@@ -249,6 +252,10 @@ class BackgroundScorer:
             outcome = Outcome(EvaluationStatus.FAILED, reason="internal_error")
             record_internal_error("scorer.record", exc)
         finally:
+            if self._stopping:
+                # Cancelled at the deadline; a judge that turned the cancellation (or
+                # the interpreter's shutdown) into an answer must not override that.
+                outcome = Outcome(EvaluationStatus.DROPPED, reason="shutdown")
             try:
                 done(record, outcome)
             except Exception as exc:
@@ -279,6 +286,7 @@ class BackgroundScorer:
         return outcome
 
     async def _stop(self) -> None:
+        self._stopping = True
         with self._lock:
             leftovers = list(self._inbox)
             self._inbox.clear()
