@@ -11,6 +11,7 @@ from the environment), then RAG requests whose roots are held for scoring.
     python exit_app.py own N       # the same, with the app's own SIGTERM handler
                                    # (installed before setup(): exits with status 3)
     python -m uvicorn exit_app:app --app-dir DIR   # one request per HTTP GET
+    python -m gunicorn exit_app:wsgi_app --chdir DIR # the same under gunicorn (WSGI)
 """
 
 from __future__ import annotations
@@ -55,6 +56,12 @@ def in_children(mode: str, count: int) -> None:
     else:
         with fork.Pool(2) as pool:
             pool.map(one_request, range(count))
+
+
+def wsgi_app(environ: dict[str, Any], start_response: Any) -> list[bytes]:
+    rag_request(tracer)
+    start_response("200 OK", [("Content-Type", "text/plain")])
+    return [b"ok"]
 
 
 async def app(scope: dict[str, Any], receive: Any, send: Any) -> None:

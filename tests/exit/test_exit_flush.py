@@ -166,23 +166,47 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
+def serve(port: int, count: int) -> None:
+    deadline = time.monotonic() + 30
+    served = 0
+    while served < count and time.monotonic() < deadline:
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=5) as reply:
+                served += reply.status == 200
+        except OSError:
+            time.sleep(0.1)  # not listening yet
+    assert served == count
+
+
 def test_uvicorn_app_flushes_on_sigterm(receiver, judge_server):
     pytest.importorskip("uvicorn")
     port = free_port()
     child = start(["-m", "uvicorn", "exit_app:app", "--app-dir", str(APP.parent),
                    "--port", str(port), "--log-level", "warning"],
                   child_env(receiver, judge_server, grace_s=20))
-    deadline = time.monotonic() + 30
-    served = 0
-    while served < 8 and time.monotonic() < deadline:
-        try:
-            with urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=5) as reply:
-                served += reply.status == 200
-        except OSError:
-            time.sleep(0.1)  # not listening yet
-    assert served == 8
+    serve(port, 8)
     child.send_signal(signal.SIGTERM)
     code, err = finish(child)
     # uvicorn shuts down gracefully, restores the handler it found (ours) and re-raises.
     assert code == -signal.SIGTERM, err
     assert statuses(receiver) == [("scored", None)] * 8, err
+
+
+@pytest.mark.parametrize("preload", [False, True], ids=["setup-in-worker", "preload"])
+def test_gunicorn_workers_flush_on_sigterm(receiver, judge_server, preload):
+    # The master sends SIGTERM to its forked workers; they handle it themselves and
+    # end with sys.exit: the normal-exit path. With --preload, setup() ran in the
+    # master before the fork.
+    pytest.importorskip("gunicorn")
+    port = free_port()
+    child = start(["-m", "gunicorn", "exit_app:wsgi_app", "--chdir", str(APP.parent),
+                   "--bind", f"127.0.0.1:{port}", "--workers", "2", "--log-level", "warning",
+                   *(["--preload"] if preload else [])],
+                  child_env(receiver, judge_server, grace_s=20))
+    serve(port, 8)
+    child.send_signal(signal.SIGTERM)
+    code, err = finish(child)
+    assert code == 0, err
+    # A GET that timed out on the client side and was tried again is a request too.
+    found = statuses(receiver)
+    assert len(found) >= 8 and set(found) == {("scored", None)}, (found, err)
