@@ -1,7 +1,8 @@
 """Passages that arrive without a retriever run: the Documents a tool returns as its
 artifact (``@tool(response_format="content_and_artifact")``, ``ToolMessage.artifact``)
-and the Documents a graph node or chain step writes into its output (LangGraph state
-updates such as ``{"context": [Document, ...]}``, also inside ``Command(update=...)``).
+or as its output, and the Documents a graph node or chain step writes into its output
+(LangGraph state updates such as ``{"context": [Document, ...]}``, also inside
+``Command(update=...)``).
 
 Apps usually get these from ``vector_store.similarity_search``, which makes no
 callback, so they are the only trace of the retrieval. The same Documents often pass
@@ -27,9 +28,10 @@ def _documents(value: Any) -> list[Document] | None:
     return None
 
 
-def in_artifact(output: Any) -> list[Document] | None:
-    """The Documents of a tool's ``ToolMessage.artifact``, if it holds any."""
-    return _documents(getattr(output, "artifact", None))
+def in_tool_output(output: Any) -> list[Document] | None:
+    """The Documents of a tool's ``ToolMessage.artifact``, or the tool's output itself
+    when it is Documents (a tool invoked without a tool call returns what it made)."""
+    return _documents(getattr(output, "artifact", output))
 
 
 def in_output(outputs: Any, depth: int = 0) -> Iterator[tuple[str, list[Document]]]:

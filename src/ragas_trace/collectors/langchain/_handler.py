@@ -5,7 +5,10 @@ thread as ``session.id``), each retriever run (RETRIEVER, with its passages), ea
 tool call (TOOL, with its input and output) and each model call (LLM, with model,
 token usage, prompt and completion messages). Passages that arrive without a
 retriever run (a tool's artifact, Documents a graph node writes into its state)
-get a RETRIEVER span too. Every other run only maps to its nearest spanned
+get a RETRIEVER span too; a request with no passages at all takes those of the
+state it returns (a resumed graph), else its tools' text outputs. A retriever inside
+a retriever makes no span: the outer one's documents are what the app got.
+Every other run only maps to its nearest spanned
 ancestor. The callbacks record; the spans are made when the root run ends
 (``_emit``). Each callback is
 wrapped so that nothing raises into the chain, and a run is ended even when
@@ -19,6 +22,7 @@ from typing import Any
 from uuid import UUID
 
 from langchain_core.callbacks import BaseCallbackHandler
+from langchain_core.documents import Document
 from opentelemetry import context as otel_context
 from opentelemetry import trace
 from opentelemetry.context import _SUPPRESS_INSTRUMENTATION_KEY
@@ -150,6 +154,13 @@ class RagasCallbackHandler(BaseCallbackHandler):
                            run_id: UUID, parent_run_id: UUID | None = None,
                            **kwargs: Any) -> None:
         try:
+            parent = self._runs.get(parent_run_id.int) if parent_run_id is not None else None
+            if parent is not None and parent.attrs.get(sc.SPAN_KIND) == sc.KIND_RETRIEVER:
+                # A retriever inside a retriever (an ensemble's parts, the base of a
+                # compression or multi-query retriever): the outer one's documents are
+                # what the app got, so only it records passages, as in LlamaIndex.
+                self._runs.alias(run_id.int, parent)
+                return
             attrs = _RETRIEVER_ATTRIBUTES.copy()
             attrs.update(attributes.input_attributes(attributes.as_text(query)))
             self._start_child(run_id, parent_run_id, _run_name(serialized, kwargs, "retriever"),
@@ -219,7 +230,7 @@ class RagasCallbackHandler(BaseCallbackHandler):
             if run is None or run.run_id != run_id.int or run.suppressed:
                 return
             try:
-                docs = _found_documents.in_artifact(output)
+                docs = _found_documents.in_tool_output(output)
                 if docs:
                     self._found(run, run.name, docs, _span_attributes.tool_input(run.attrs),
                                 run.start_ns)
@@ -313,8 +324,19 @@ class RagasCallbackHandler(BaseCallbackHandler):
                         error: BaseException | None) -> None:
         attrs: dict[str, Any] = {}
         try:
+            if not any(run.retrieved):
+                # A graph resumed from its checkpoint (``Command(resume=...)``, input
+                # None) retrieved in an earlier run: its state holds those passages.
+                for key, docs in _found_documents.in_output(outputs):
+                    self._found(run, key, docs, None, None)
+            if not any(run.retrieved):
+                self._tool_outputs_as_passages(run)
             if not run.question_known:
-                attrs.update(attributes.input_attributes(_values.question_of(inputs)))
+                question = _values.question_of(inputs)
+                if question is None and type(outputs) is dict:
+                    # ... and its question is in the state it returns.
+                    question = _values.question_of(outputs)
+                attrs.update(attributes.input_attributes(question))
             attrs.update(attributes.output_attributes(_values.answer_of(outputs)))
             # A consumer that stops a sync stream early ends the root while the
             # model run is still open.
@@ -340,10 +362,25 @@ class RagasCallbackHandler(BaseCallbackHandler):
             cache[key] = attrs
         return attrs
 
+    def _tool_outputs_as_passages(self, root: Run) -> None:
+        """A request that recorded no passages but called tools that returned text (a
+        tool that joins ``similarity_search`` results into a string, a search API):
+        that text is what the model answered from, so each such output is a passage,
+        under its tool's span. Requests with passages keep only those: the tools
+        that returned them (``create_retriever_tool``) would repeat them."""
+        for run in list(root.children):
+            attrs = run.attrs
+            text = attrs.get(sc.OUTPUT_VALUE)
+            if (attrs.get(sc.SPAN_KIND) == sc.KIND_TOOL and run.error is None
+                    and run.end_ns is not None and type(text) is str and text.strip()
+                    and attrs.get(sc.OUTPUT_MIME_TYPE) == sc.MIME_TEXT):
+                self._found(run, run.name, [Document(text)], _span_attributes.tool_input(attrs),
+                            run.start_ns, run.end_ns)
+
     def _found(self, parent: Run, name: str, docs: Sequence[Any], query: str | None,
-               start_ns: int | None) -> None:
+               start_ns: int | None, end_ns: int | None = None) -> None:
         """A RETRIEVER span under ``parent`` for the passages of ``docs`` not yet seen
-        in the request (from ``start_ns``, default now, to now)."""
+        in the request (from ``start_ns``, default now, to ``end_ns``, default now)."""
         root = parent.root
         fresh = _found_documents.unseen(docs, root.retrieved)
         if not fresh or root.suppressed:
@@ -352,7 +389,7 @@ class RagasCallbackHandler(BaseCallbackHandler):
         attrs = _RETRIEVER_ATTRIBUTES.copy()
         attrs.update(attributes.input_attributes(query))
         self._document_attributes.add(attrs, fresh)
-        now = time.time_ns()
+        now = time.time_ns() if end_ns is None else end_ns
         run = Run(0, root, parent, name, attrs, now if start_ns is None else start_ns)
         run.end_ns = now
         self._emitter.add_ended(run)

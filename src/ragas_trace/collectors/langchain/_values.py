@@ -10,6 +10,7 @@ from typing import Any
 from uuid import UUID
 
 from langchain_core.documents import Document
+from pydantic import BaseModel
 
 from ragas_trace.collectors._attributes import DocumentKeys, as_text, metadata_json
 from ragas_trace.collectors.langchain import _messages
@@ -39,13 +40,19 @@ def question_of(inputs: Any) -> str | None:
 
 
 def answer_of(outputs: Any) -> str | None:
-    """A str output, the usual keys of a dict output, or the final assistant text of a
+    """A str output, the usual keys of a dict output or pydantic model (a
+    ``with_structured_output`` answer), or the final assistant text of a
     ``{"messages": [...]}`` state (never a tool-call message), else an agent's
-    ``structured_response`` (``create_agent(response_format=...)``) as JSON."""
+    ``structured_response`` (``create_agent(response_format=...)``): its answer key,
+    else the whole of it as JSON (a structured answer has no other text)."""
     found = _text_of(outputs, ANSWER_KEYS, _messages.final_answer, 0)
-    if found is None and type(outputs) is dict and "structured_response" in outputs:
-        return _structured(outputs["structured_response"])
-    return found
+    if found is not None:
+        return found
+    if type(outputs) is dict and "structured_response" in outputs:
+        outputs = outputs["structured_response"]
+        found = _text_of(outputs, ANSWER_KEYS, _messages.final_answer, 0)
+        return found if found is not None else _structured(outputs)
+    return _structured(outputs) if isinstance(outputs, BaseModel) else None
 
 
 def _structured(value: Any) -> str | None:
@@ -80,6 +87,12 @@ def _text_of(value: Any, keys: Sequence[str], from_messages: Callable[[Any], str
     content = getattr(value, "content", None)
     if content is not None:
         return _messages.content_text(content)
+    if isinstance(value, BaseModel):
+        fields = type(value).model_fields
+        for key in keys:
+            if key in fields:
+                return _text_of(getattr(value, key), keys, from_messages, depth + 1)
+        return None
     text = as_text(value)
     if text is not None:
         return text
