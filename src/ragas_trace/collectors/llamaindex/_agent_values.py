@@ -22,15 +22,15 @@ from llama_index.core.base.response.schema import (
 from llama_index.core.schema import NodeWithScore
 from llama_index.core.tools.types import ToolOutput
 from llama_index.core.workflow import Event, StopEvent
+from pydantic import BaseModel
 
 from ragas_trace.collectors._attributes import Message, as_text
-from ragas_trace.collectors.llamaindex._values import answer_of
+from ragas_trace.collectors.llamaindex._values import ANSWER_KEYS, answer_of, structured_answer
 
 # llama-index-core 0.14 keeps tool calls as content blocks; older releases have none.
 _TOOL_CALL_BLOCK: type | None = getattr(llm_types, "ToolCallBlock", None)
-# A start event's question and a stop event's answer: the keys a RAG app uses.
+# A start event's question: the keys a RAG app uses.
 _QUESTION_KEYS = ("user_msg", "query", "question", "input", "query_str", "message", "prompt")
-_ANSWER_KEYS = ("answer", "response", "output", "result", "text", "content")
 # ChatMemoryBuffer's key when the app names none: the same for every conversation.
 _DEFAULT_CHAT_STORE_KEY = "chat_history"
 
@@ -98,7 +98,8 @@ def result_of_stop(event: StopEvent) -> Any:
 
 def answer_of_result(result: Any) -> str | None:
     """The answer in a workflow's result: an agent's ``AgentOutput`` (its response
-    message), a str, a ``Response``, or a mapping / event with the usual keys."""
+    message), a str, a ``Response``, a mapping / event with the usual keys, or a
+    pydantic model (its answer field, else its JSON)."""
     if result is None:
         return None
     response = getattr(result, "response", None)
@@ -108,14 +109,17 @@ def answer_of_result(result: Any) -> str | None:
     if text is not None:
         return text
     if isinstance(result, Mapping):
-        for key in _ANSWER_KEYS:
+        for key in ANSWER_KEYS:
             if key in result:
                 return answer_of(result[key])
     if isinstance(result, Event):
-        for key in _ANSWER_KEYS:
+        for key in ANSWER_KEYS:
             value = _field(result, key)
             if value is not None:
                 return answer_of(value)
+        return None
+    if isinstance(result, BaseModel):  # a structured output (``astructured_predict``)
+        return structured_answer(result)
     return None
 
 
@@ -189,6 +193,21 @@ def tool_input(bound_args: inspect.BoundArguments) -> str | None:
     if isinstance(value, str):
         return value
     return json.dumps(value, default=str, ensure_ascii=False)
+
+
+def only_argument(arguments: Any) -> str | None:
+    """A tool call's query: its only argument when that is a str, else its JSON."""
+    if not isinstance(arguments, str):
+        return None
+    try:
+        decoded = json.loads(arguments)
+    except ValueError:
+        return arguments
+    if isinstance(decoded, dict) and len(decoded) == 1:
+        only = next(iter(decoded.values()))
+        if isinstance(only, str):
+            return only
+    return arguments
 
 
 def tool_output(result: Any) -> tuple[str | None, bool]:

@@ -390,6 +390,8 @@ class Tracker(SpanBook):
         end_ns = time.time_ns()
         span: Span | None = None
         try:
+            if not any(node.role == RETRIEVER for node in done):
+                done.extend(self._tool_passages(done))
             attrs = dict(attributes.output_attributes(answer))
             if request.streaming:
                 if stream_status is None:
@@ -435,6 +437,28 @@ class Tracker(SpanBook):
             node.error = RuntimeError(text or "tool call failed")
         if node.request.passage_ids is not None:
             self._found_passages(node.li_id, node, result)
+
+    def _tool_passages(self, done: list[Node]) -> list[Node]:
+        """For a request that recorded no passages: the text each tool call returned
+        (a function tool that calls a search API or formats nodes itself) is what the
+        agent answered from, so it is a passage, under its tool's span."""
+        found: list[Node] = []
+        for tool in done:
+            attrs = tool.attrs
+            if tool.role != TOOL or tool.error is not None or attrs is None:
+                continue
+            text = attrs.get(sc.OUTPUT_VALUE)
+            if type(text) is not str or not text.strip():
+                continue
+            passage = dict(_RETRIEVER_ATTRS)
+            passage.update(attributes.input_attributes(
+                agent_values.only_argument(attrs.get(sc.INPUT_VALUE))))
+            self._documents.add(passage, [text])
+            node = Node(tool.li_id, RETRIEVER, None, tool.request, tool, passage)
+            node.name = tool.name
+            node.start_ns, node.end_ns, node.ended = tool.start_ns, tool.end_ns, True
+            found.append(node)
+        return found
 
     def _found_passages(self, id_: str, parent: Node, value: Any) -> None:
         """Passages a workflow step wrote into its output event, or a tool returned,

@@ -9,6 +9,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from llama_index.core.schema import MetadataMode, TextNode
+from pydantic import BaseModel
 
 from ragas_trace.collectors._attributes import (
     DocumentKeys,
@@ -42,23 +43,49 @@ def _text(value: Any) -> str | None:
     return as_text(value)
 
 
+# Where a workflow's result, a stop event or a structured output (a pydantic model
+# the app defined) keeps its answer.
+ANSWER_KEYS = ("answer", "response", "output", "result", "text", "content")
+
+
 def answer_of(result: Any) -> str | None:
-    """The text of a finished ``Response`` / ``AgentChatResponse`` (``response`` field)."""
+    """The text of a finished ``Response`` / ``AgentChatResponse`` (``response`` field),
+    or of a ``PydanticResponse`` (an ``output_cls`` query engine's model)."""
     if result is None:
         return None
     text = getattr(result, "response", None)
     if isinstance(text, str):
         return text
+    if isinstance(text, BaseModel):
+        return structured_answer(text)
     return as_text(result)
 
 
+def structured_answer(model: BaseModel) -> str | None:
+    """A structured output's answer field (what the user reads), else the whole model
+    as JSON (what Phoenix shows for it)."""
+    fields = type(model).model_fields
+    for key in ANSWER_KEYS:
+        if key in fields:
+            value = getattr(model, key, None)
+            if isinstance(value, str):
+                return value
+    try:
+        return model.model_dump_json()
+    except (TypeError, ValueError):
+        return None
+
+
 def write_document(attrs: dict[str, Any], keys: DocumentKeys, item: Any) -> None:
-    """A retrieved ``NodeWithScore`` (or a bare node)."""
+    """A retrieved ``NodeWithScore`` (or a bare node), or a tool's text output."""
     node = getattr(item, "node", item)
     if type(node) is TextNode:
         # What get_content(MetadataMode.NONE) returns, without building the metadata
         # string it then ignores.
         content: Any = node.text
+    elif isinstance(node, str):
+        attrs[keys[0]] = node
+        return
     else:
         content = node.get_content(metadata_mode=MetadataMode.NONE)
     text = content if type(content) is str else as_text(content)
