@@ -322,6 +322,24 @@ def text_tool_agent() -> Shape:
             ANSWER, 1)
 
 
+def subagent_as_a_tool() -> Shape:
+    """LangChain 1.x's multi-agent "subagents as tools": a supervisor agent's tool
+    invokes a research agent, whose own retriever tool retrieves."""
+    research = create_agent(model(tool_call("retrieve_context", {"query": Q}),
+                                  AIMessage(f"Report: {apps.PASSAGE}")),
+                            [apps.retriever_tool(STORE)])
+
+    @tool
+    def ask_researcher(query: str) -> str:
+        """Ask the research agent."""
+        return str(research.invoke(apps.messages_input(query))["messages"][-1].text)
+
+    boss = create_agent(model(tool_call("ask_researcher", {"query": Q}),
+                              AIMessage(f"Final: {apps.PASSAGE}")), [ask_researcher])
+    return ((lambda c: boss.invoke(apps.messages_input(), c)), Q, top(Q, 2),
+            f"Final: {apps.PASSAGE}", 2)
+
+
 class AsyncOnlyRetriever(BaseRetriever):
     """A retriever with its own ``_aget_relevant_documents`` (an async client)."""
 
@@ -370,8 +388,9 @@ def astream_events_graph() -> Shape:
 
 SHAPES: dict[str, Callable[[], Shape]] = {f.__name__: f for f in (
     subgraph_as_node, subgraph_called_in_a_node, send_map_reduce, send_to_research_subgraphs,
-    supervisor_with_research_agent, structured_output_chain, structured_output_in_a_graph,
-    pydantic_state_graph, compressed_ensemble, multi_query, text_tool_agent,
+    supervisor_with_research_agent, subagent_as_a_tool, structured_output_chain,
+    structured_output_in_a_graph, pydantic_state_graph, compressed_ensemble, multi_query,
+    text_tool_agent,
     async_retriever_chain, async_tool_agent_streamed, astream_events_graph)}
 
 
@@ -452,6 +471,28 @@ def test_tool_text_is_no_passage_when_the_request_retrieved(tracing: InMemoryTra
     _, record = one_request(tracing.spans())
     assert passages(record) == top(Q, 2)
     assert len(by_kind(tracing.spans(), sc.KIND_TOOL)) == 2
+
+
+async def test_twenty_concurrent_text_tool_requests_keep_their_own_passage(
+        tracing: InMemoryTracing) -> None:
+    @tool
+    def search_docs(query: str) -> str:
+        """Search the knowledge base."""
+        return top(query, 1)[0]
+
+    agent = create_agent(apps.ScriptedAgentModel(tool_name="search_docs"), [search_docs])
+    handler = RagasCallbackHandler(tracing.provider)
+    await agent.abatch([apps.messages_input(apps.question(i)) for i in range(20)],
+                       {"callbacks": [handler]})
+
+    traces = list(tracing.by_trace().values())
+    assert len(traces) == 20
+    for spans in traces:
+        _, record = one_request(spans)
+        assert record.question is not None
+        assert passages(record) == top(record.question, 1)
+        assert record.answer == f"Answer: {passages(record)[0]}"
+    assert handler.open_runs == 0
 
 
 def test_documents_a_tool_returns_are_passages(tracing: InMemoryTracing) -> None:
