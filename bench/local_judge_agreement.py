@@ -21,7 +21,8 @@ import asyncio
 import json
 import re
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -57,6 +58,13 @@ def lexical(question: str, context: str, answer: str) -> dict[str, float]:
             / max(1, len(sentences))}
 
 
+def group(row: dict[str, Any]) -> str:
+    """Rows are judged by split and kind of wrong answer (public pairs), and reported
+    both per split and per kind."""
+    split = row.get("split") or "all"
+    return f"{split}|{row['kind']}" if row.get("kind") else split
+
+
 def lexical_agreement(rows: Sequence[dict[str, Any]]) -> dict[str, dict[str, float]]:
     points: dict[str, dict[str, list[float]]] = {}
     for row in rows:
@@ -65,7 +73,7 @@ def lexical_agreement(rows: Sequence[dict[str, Any]]) -> dict[str, dict[str, flo
         pairs = {"faithfulness": lexical(q, c, row["ungrounded_answer"]),
                  "answer_relevance": lexical(q, c, row["poor_answer"]),
                  "context_relevance": lexical(q, row["context_padded"], row["answer"])}
-        split = points.setdefault(row.get("split") or "all", {m: [] for m in METRICS})
+        split = points.setdefault(group(row), {m: [] for m in METRICS})
         for metric, worse in pairs.items():
             split[metric].append(preference_point(good[metric], worse[metric]))
     return {s: {m: round(sum(p) / len(p), 4) for m, p in ms.items()} for s, ms in points.items()}
@@ -78,13 +86,37 @@ def measure(threads: int) -> dict[str, Any]:
     for name, path in DATASETS.items():
         rows = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()
                 if line.strip()]
-        judged = asyncio.run(evaluate(load_cases(path), judge, concurrency=4))["splits"]
+        cases = [replace(case, split=group(row))
+                 for case, row in zip(load_cases(path), rows, strict=True)]
+        judged = asyncio.run(evaluate(cases, judge, concurrency=4))["splits"]
         baseline = lexical_agreement(rows)
-        report[name] = {split: {m: {"judge": judged[split][m]["agreement"],
-                                    "lexical": baseline[split][m],
-                                    "pairs": judged[split][m]["pairs"]} for m in METRICS}
-                        for split in judged}
+        groups = {g: {m: {"judge": judged[g][m]["agreement"], "lexical": baseline[g][m],
+                          "pairs": judged[g][m]["pairs"]} for m in METRICS}
+                  for g in judged}
+        report[name] = pooled(groups, lambda g: g.split("|")[0])
+        if any("|" in g for g in groups):
+            # Per kind of wrong answer, over all languages: "held_out/sentence".
+            report[f"{name}_by_kind"] = pooled(
+                groups, lambda g: g.split("|")[0].split("/")[1] + "/" + g.split("|")[1]) \
+                | pooled(groups, lambda g: g.split("|")[0].split("/")[1] + "/all kinds")
     return report
+
+
+def pooled(groups: dict[str, dict[str, dict[str, float]]],
+           key: Callable[[str], str]) -> dict[str, dict[str, dict[str, float]]]:
+    """Agreement of several groups taken together (weighted by their pairs)."""
+    out: dict[str, dict[str, dict[str, float]]] = {}
+    for name in sorted({key(g) for g in groups}):
+        members = [metrics for g, metrics in groups.items() if key(g) == name]
+        out[name] = {}
+        for m in METRICS:
+            pairs = sum(r[m]["pairs"] for r in members)
+            out[name][m] = {
+                "judge": round(sum(r[m]["judge"] * r[m]["pairs"] for r in members) / pairs, 4),
+                "lexical": round(sum(r[m]["lexical"] * r[m]["pairs"] for r in members)
+                                 / pairs, 4),
+                "pairs": pairs}
+    return out
 
 
 def figures(report: dict[str, Any]) -> dict[str, dict[str, Any]]:
