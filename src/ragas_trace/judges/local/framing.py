@@ -27,7 +27,12 @@ from ragas_trace.judges.local.lexicon import (
     CJK_QUESTION_CHARS,
     expectations,
 )
-from ragas_trace.judges.local.scoring import meets
+from ragas_trace.judges.local.scoring import (
+    GROUNDED_FLOOR,
+    grounding,
+    meets,
+    supported_degree,
+)
 from ragas_trace.judges.local.tokens import (
     Kind,
     RarityFn,
@@ -52,7 +57,6 @@ WINDOW_TOKENS, WINDOW_TOKENS_CJK = 6, 12
 # question to count in full, and is not counted beyond 0.25 below it.
 FRAME_FULL, FRAME_NONE = 0.05, 0.25
 FRAME_FLOOR, FRAME_ENOUGH = 0.15, 0.40  # absolute: the sentence is about the question
-MISSING_FACT_FACTOR = 0.25
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,6 +64,9 @@ class FramedSupport:
     degree: float  # how far the context supports the framed statement
     bearing: float  # how well the sentence holding the answer matches the question
     reason: str
+    # How far the context's sentence that holds the answer is where it answers the
+    # question: the degree without its floor for a grounded answer.
+    fit: float = 0.0
 
 
 def is_short(answer: str) -> bool:
@@ -157,16 +164,18 @@ def framed_support(question: str, q_vector: Vectors, answer: str, evidence: Evid
     # A name or number must be there as it is: "France" is not held by "Francia".
     holding = [i for i, s in enumerate(evidence.sentences)
                if present and _held(present, s.tokens, by_rarity) >= 0.5]
+    grounded = grounding(coverage, missing_facts,
+                         [t for t in missing if t.kind is Kind.WORD], rarity)
     if not holding:
-        return FramedSupport(0.0, 0.0, "the answer's words are not together in any "
-                             "context sentence")
+        return FramedSupport(grounded * GROUNDED_FLOOR, 0.0, "the answer's words are not "
+                             "together in any context sentence")
     at = max(holding, key=frames.__getitem__)
     placement = _ramp(frames[at], best - FRAME_NONE, best - FRAME_FULL) \
         * _ramp(frames[at], FRAME_FLOOR, FRAME_ENOUGH)
     nearness = _nearness(evidence.sentences[at], answer_keys, question_tokens, specific,
                          WINDOW_TOKENS_CJK if cjk else WINDOW_TOKENS)
-    degree = coverage * placement * (0.5 + 0.5 * nearness) \
-        * MISSING_FACT_FACTOR ** len(missing_facts)
+    relation = placement * (0.5 + 0.5 * nearness)
+    degree = supported_degree(grounded, relation)
     parts = [f"read with the question; the context sentence holding it matches the "
              f"question {frames[at]:.2f} (best sentence {best:.2f}); "
              f"{nearness:.0%} of the question's terms found there are near the answer"]
@@ -174,7 +183,7 @@ def framed_support(question: str, q_vector: Vectors, answer: str, evidence: Evid
         parts.append("not in the context: " + ", ".join(t.text for t in missing_facts))
     if coverage < 1.0:
         parts.append(f"{coverage:.0%} of its content words are in the context")
-    return FramedSupport(degree, min(1.0, frames[at]), "; ".join(parts))
+    return FramedSupport(degree, min(1.0, frames[at]), "; ".join(parts), grounded * relation)
 
 
 def _nearness(sentence: ContextSentence, answer_keys: set[str], question_tokens: list[Token],

@@ -253,7 +253,7 @@ class _Record:
         # sentence it comes from, in so far as that sentence answers the question.
         similarity = float(vec(self.question) @ vec(self.answer))
         if framed is not None and framed.bearing > similarity:
-            similarity += (framed.bearing - similarity) * framed.degree
+            similarity += (framed.bearing - similarity) * framed.fit
         grounded = self.evidence.vocabulary if self.evidence.sentences else None
         value, reason = answer_relevance(self.question, similarity, self.answer, grounded,
                                          self.rarity)

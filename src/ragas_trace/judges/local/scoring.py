@@ -44,6 +44,15 @@ SIM_FLOOR, SIM_FULL = 0.30, 0.65
 NEED_FLOOR, NEED_FULL = 0.30, 0.60
 ANSWER_FLOOR, ANSWER_FULL = 0.20, 0.70
 MISSING_FACT_FACTOR = 0.25  # per number or name absent from the context
+# Per unit of rarity weight of the statement's words absent from the context: an
+# invented word counts however long the sentence around it ("... which began in the
+# reign of Charles" for "... in 911") - a share of all words would dilute it.
+MISSING_WORD_FACTOR = 0.8
+# A statement whose every content token the context holds is supported to this degree
+# at least, however its relations fare (embedding, placement): so that a statement with
+# something the context lacks never outranks it, as with the plain share of grounded
+# words, which is hard to beat where hallucinations bring in new facts.
+GROUNDED_FLOOR = 0.3
 # An invented name or number must not make an answer look more to the point than the
 # grounded one it replaces: a mild discount each (faithfulness judges it in full).
 UNSUPPORTED_FACT_FACTOR = 0.8
@@ -93,8 +102,12 @@ def statement_support(
     placement, misplaced = _placement(statement, tokens, missing, evidence, rarity)
     turned = [name for clause in clauses(statement)
               for name in reversed_comparisons(clause, evidence.comparisons)]
-    degree = closeness * coverage * placement \
-        * MISSING_FACT_FACTOR ** (len(missing_facts) + len(turned) + denies)
+    missing_words = [t for t in missing if t.kind is Kind.WORD]
+    # A misplaced fact, a reversed comparison or a denial is evidence against the
+    # statement, not a weak relation: it discounts the whole degree.
+    degree = supported_degree(grounding(coverage, missing_facts, missing_words, rarity),
+                              closeness) \
+        * placement * MISSING_FACT_FACTOR ** (len(turned) + denies)
     parts = [f"closest context similarity {similarity:.2f}"]
     if denies:
         parts.append("the closest context sentence "
@@ -110,6 +123,21 @@ def statement_support(
         parts.append("in the context only in sentences about something else: "
                      + ", ".join(misplaced))
     return Support(degree, "; ".join(parts))
+
+
+def grounding(coverage: float, missing_facts: Sequence[Token], missing_words: Sequence[Token],
+              rarity: RarityFn) -> float:
+    """How far the context holds a statement's content tokens (1.0: all of them):
+    the share of its words found, divided down for each absent name or number and by
+    the rarity of each absent word."""
+    return coverage * MISSING_FACT_FACTOR ** len(missing_facts) \
+        * MISSING_WORD_FACTOR ** _weighted(missing_words, rarity)
+
+
+def supported_degree(grounded: float, relation: float) -> float:
+    """A statement's support: its grounding, times how well its relations hold
+    (``relation``, in [0, 1]) above ``GROUNDED_FLOOR``."""
+    return grounded * (GROUNDED_FLOOR + (1.0 - GROUNDED_FLOOR) * relation)
 
 
 def _placement(

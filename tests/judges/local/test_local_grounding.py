@@ -1,0 +1,128 @@
+"""Faithfulness combines the embedding with the grounding of the answer's content
+tokens: a statement whose every name, number and word the context holds ranks above
+one that brings in something the context lacks, however fluent, and an invented word
+counts however long the sentence around it. Our own examples, in English, German,
+French and Spanish."""
+
+import pytest
+
+from ragas_trace.judges.local import LocalJudge
+from ragas_trace.judges.local.scoring import GROUNDED_FLOOR
+from ragas_trace.results import Metric
+
+F = Metric.FAITHFULNESS
+
+# question, context, right short answer, fluent answer that puts a fact the context
+# does not hold into the context's own sentence
+FLUENT_HALLUCINATIONS = [
+    ("Who designed the Orrin lighthouse?",
+     "The Orrin lighthouse stands on a granite spur north of the harbour. It was "
+     "designed by the engineer Maud Keswick and first lit in 1879. A keeper lived there "
+     "until 1961.",
+     "Maud Keswick",
+     "It was designed by the engineer Thomas Hale and first lit in 1879."),
+    ("Wann wurde die Brücke über die Wessel fertiggestellt?",
+     "Die Brücke über die Wessel verbindet die Altstadt mit dem Bahnhof. Sie wurde 1908 "
+     "fertiggestellt und 1952 verbreitert. Ihr Architekt war Paul Grebe.",
+     "1908",
+     "Sie wurde 1913 fertiggestellt und 1952 verbreitert."),
+    ("Quelle rivière traverse le village de Sorbiers ?",
+     "Le village de Sorbiers est traversé par la Vèze, un petit affluent de la Loire. "
+     "Son moulin date du XVIIe siècle. On y compte environ 800 habitants.",
+     "la Vèze",
+     "Le village de Sorbiers est traversé par la Dordogne, un petit affluent de la Loire."),
+    ("¿Cuántos habitantes tiene el pueblo de Almarza?",
+     "El pueblo de Almarza tiene unos 1200 habitantes. Su iglesia es del siglo XIII. "
+     "Cada agosto celebra una feria de ganado.",
+     "1200",
+     "El pueblo de Almarza tiene unos 3500 habitantes."),
+]
+
+
+@pytest.mark.parametrize(("question", "context", "right", "wrong"), FLUENT_HALLUCINATIONS)
+def test_a_bare_right_answer_outranks_a_fluent_sentence_with_a_fact_not_in_the_context(
+        judge: LocalJudge, question: str, context: str, right: str, wrong: str) -> None:
+    good = judge.evaluate_sync(question, [context], right, frozenset({F}))
+    bad = judge.evaluate_sync(question, [context], wrong, frozenset({F}))
+    assert good.faithfulness is not None and bad.faithfulness is not None
+    assert bad.faithfulness < GROUNDED_FLOOR <= good.faithfulness, (good, bad)
+
+
+# context, its long first sentence repeated, the same with one ordinary word changed
+# for one the context does not have (in German a noun: capitalised, so a name)
+SUBSTITUTED_WORDS = [
+    ("The Orrin lighthouse, which stands on a narrow granite spur two miles north of the "
+     "old fishing harbour, was lit for the first time on a stormy night in the autumn of "
+     "1879. A keeper lived there until 1961.",
+     "The Orrin lighthouse, which stands on a narrow granite spur two miles north of the "
+     "old fishing harbour, was lit for the first time on a stormy night in the autumn of "
+     "1879.",
+     "The Orrin lighthouse, which stands on a narrow limestone spur two miles north of the "
+     "old fishing harbour, was lit for the first time on a stormy night in the autumn of "
+     "1879."),
+    ("Der Hof der Familie Abel, der seit vier Generationen am sonnigen Südhang des "
+     "Kesselbergs oberhalb des kleinen Dorfes liegt, baut vor allem alte Sorten von Äpfeln "
+     "und Birnen an. Im Winter ruht die Arbeit.",
+     "Der Hof der Familie Abel, der seit vier Generationen am sonnigen Südhang des "
+     "Kesselbergs oberhalb des kleinen Dorfes liegt, baut vor allem alte Sorten von Äpfeln "
+     "und Birnen an.",
+     "Der Hof der Familie Abel, der seit vier Generationen am sonnigen Südhang des "
+     "Kesselbergs oberhalb des kleinen Dorfes liegt, baut vor allem alte Sorten von Äpfeln "
+     "und Pflaumen an."),
+    ("La fromagerie de Vaudrel, installée depuis plus d'un siècle au bord de la rivière, "
+     "affine ses tommes pendant trois mois dans une ancienne cave voûtée creusée sous "
+     "l'église. Le lait vient de trois fermes voisines.",
+     "La fromagerie de Vaudrel, installée depuis plus d'un siècle au bord de la rivière, "
+     "affine ses tommes pendant trois mois dans une ancienne cave voûtée creusée sous "
+     "l'église.",
+     "La fromagerie de Vaudrel, installée depuis plus d'un siècle au bord de la rivière, "
+     "affine ses tommes pendant trois mois dans une ancienne cave voûtée creusée sous la "
+     "mairie."),
+    ("El molino de Arvela, levantado junto al río Tera por una familia de canteros del "
+     "valle, muele trigo y centeno para los pueblos de la comarca desde el año 1860. Hoy "
+     "es un museo.",
+     "El molino de Arvela, levantado junto al río Tera por una familia de canteros del "
+     "valle, muele trigo y centeno para los pueblos de la comarca desde el año 1860.",
+     "El molino de Arvela, levantado junto al río Tera por una familia de canteros del "
+     "valle, muele trigo y cebada para los pueblos de la comarca desde el año 1860."),
+]
+
+
+@pytest.mark.parametrize(("context", "restated", "substituted"), SUBSTITUTED_WORDS)
+def test_a_word_the_context_lacks_lowers_support_in_a_long_sentence(
+        judge: LocalJudge, context: str, restated: str, substituted: str) -> None:
+    same = judge.evaluate_sync(None, [context], restated, frozenset({F}))
+    changed = judge.evaluate_sync(None, [context], substituted, frozenset({F}))
+    assert same.faithfulness is not None and changed.faithfulness is not None
+    # A share of all its words would barely move: one word in thirty.
+    assert changed.faithfulness < same.faithfulness - 0.15, (same, changed)
+
+
+# question, context, a right answer held by a sentence that matches the question only
+# loosely (paraphrased question), a fluent answer with a name the context lacks
+LOOSE_FRAMES = [
+    ("Who saw strange things as a child?",
+     "According to his first biographer, Henrik Aalto had visions from an early age. "
+     "He later worked as a clockmaker in Turku.",
+     "Henrik Aalto",
+     "According to his first biographer, Mikko Rantala had visions from an early age."),
+    ("Wer hatte schon als Kind Visionen?",
+     "Nach seinem ersten Biografen hatte Jonas Ebert schon früh Erscheinungen. Später "
+     "arbeitete er als Uhrmacher in Ulm.",
+     "Jonas Ebert",
+     "Nach seinem ersten Biografen hatte Martin Kugler schon früh Erscheinungen."),
+    ("¿Quién tuvo visiones de niño?",
+     "Según su primer biógrafo, Tomás Lezama tuvo apariciones desde muy joven. Más tarde "
+     "trabajó como relojero en Burgos.",
+     "Tomás Lezama",
+     "Según su primer biógrafo, Andrés Olmedo tuvo apariciones desde muy joven."),
+]
+
+
+@pytest.mark.parametrize(("question", "context", "right", "wrong"), LOOSE_FRAMES)
+def test_a_grounded_short_answer_keeps_a_floor_when_its_sentence_matches_loosely(
+        judge: LocalJudge, question: str, context: str, right: str, wrong: str) -> None:
+    good = judge.evaluate_sync(question, [context], right, frozenset({F}))
+    bad = judge.evaluate_sync(question, [context], wrong, frozenset({F}))
+    assert good.faithfulness is not None and bad.faithfulness is not None
+    assert good.faithfulness >= GROUNDED_FLOOR > bad.faithfulness, (good, bad)
