@@ -130,8 +130,8 @@ def grounding(coverage: float, missing_facts: Sequence[Token], missing_words: Se
     """How far the context holds a statement's content tokens (1.0: all of them):
     the share of its words found, divided down for each absent name or number and by
     the rarity of each absent word."""
-    return coverage * MISSING_FACT_FACTOR ** len(missing_facts) \
-        * MISSING_WORD_FACTOR ** _weighted(missing_words, rarity)
+    return float(coverage * MISSING_FACT_FACTOR ** len(missing_facts)
+                 * MISSING_WORD_FACTOR ** _weighted(missing_words, rarity))
 
 
 def supported_degree(grounded: float, relation: float) -> float:
