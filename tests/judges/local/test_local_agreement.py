@@ -2,6 +2,8 @@
 shared development cases and on cases of our own in other topics and languages."""
 
 import asyncio
+import json
+from dataclasses import replace
 from pathlib import Path
 
 from ragas_trace.cli.eval_cmd import evaluate, load_cases
@@ -37,13 +39,30 @@ def test_own_cases_in_other_topics_and_languages(judge: LocalJudge) -> None:
 
 PUBLIC_PAIRS = Path(__file__).parent / "data" / "public_pairs.jsonl"
 # Below what the judge reaches (bench/results/local_judge_agreement.json) and above the
-# lexical baseline's 0.71 to 0.79 on faithfulness: a regression guard.
+# lexical baseline's 0.71 to 0.79 on faithfulness: a regression guard, on the data sets
+# it was set for (the French and Spanish ones came later).
 PUBLIC_FLOOR = {"faithfulness": 0.80, "answer_relevance": 0.60, "context_relevance": 0.90}
+FIRST_SOURCES = ("squad2-", "germanquad-", "cmrc2018-")
+# Per kind of wrong answer, every language: where the wrong answer brings in a fact the
+# passage lacks (foreign: bare; sentence: in the passage's own sentence) the lexical
+# baseline reaches 0.96 to 0.99, and the judge must not fall behind it.
+KIND_FLOOR = {"foreign": 0.95, "sentence": 0.90}
 
 
 def test_public_pairs(judge: LocalJudge) -> None:
-    report = asyncio.run(evaluate(load_cases(PUBLIC_PAIRS), judge, concurrency=4))
+    cases = [c for c in load_cases(PUBLIC_PAIRS) if c.split.startswith(FIRST_SOURCES)]
+    report = asyncio.run(evaluate(cases, judge, concurrency=4))
     for metric, floor in PUBLIC_FLOOR.items():
         pairs = [r[metric] for r in report["splits"].values()]
         pooled = sum(r["agreement"] * r["pairs"] for r in pairs) / sum(r["pairs"] for r in pairs)
         assert pooled >= floor, (metric, report["splits"])
+
+
+def test_public_pairs_by_kind_of_wrong_answer(judge: LocalJudge) -> None:
+    rows = [json.loads(line) for line in PUBLIC_PAIRS.read_text(encoding="utf-8").splitlines()]
+    cases = [replace(case, split=row["kind"])
+             for case, row in zip(load_cases(PUBLIC_PAIRS), rows, strict=True)
+             if row["kind"] in KIND_FLOOR]
+    splits = asyncio.run(evaluate(cases, judge, concurrency=4))["splits"]
+    for kind, floor in KIND_FLOOR.items():
+        assert splits[kind]["faithfulness"]["agreement"] >= floor, (kind, splits)
