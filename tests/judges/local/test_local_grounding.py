@@ -126,3 +126,35 @@ def test_a_grounded_short_answer_keeps_a_floor_when_its_sentence_matches_loosely
     bad = judge.evaluate_sync(question, [context], wrong, frozenset({F}))
     assert good.faithfulness is not None and bad.faithfulness is not None
     assert good.faithfulness >= GROUNDED_FLOOR > bad.faithfulness, (good, bad)
+
+
+# question, context, right short answer opening with a function word or article,
+# another name from the same context
+LEADING_FUNCTION_WORDS = [
+    ("Who struck the first coins of the colony?",
+     "The first coins of the colony were struck by the Royal Mint in 1853. They were "
+     "shipped to Port Arden on the steamer Hesper.",
+     "The Royal Mint", "Port Arden"),
+    ("Wo wurde der Motor entwickelt?",
+     "Der Motor wurde an der Hochschule Kiel entwickelt. Gebaut wird er seit 2019 in "
+     "einem Werk bei Flensburg.",
+     "An der Hochschule Kiel", "Flensburg"),
+    ("Où la pianiste a-t-elle étudié ?",
+     "La pianiste a étudié au Conservatoire de Lyon. Elle a ensuite enseigné pendant "
+     "vingt ans à Grenoble.",
+     "au Conservatoire de Lyon", "Grenoble"),
+    ("¿Dónde se formó el arquitecto?",
+     "El arquitecto se formó en la Escuela de Valladolid. Más tarde construyó varios "
+     "mercados en Zamora.",
+     "la Escuela de Valladolid", "Zamora"),
+]
+
+
+@pytest.mark.parametrize(("question", "context", "right", "wrong"), LEADING_FUNCTION_WORDS)
+def test_a_function_word_opening_a_short_answer_is_not_a_missing_name(
+        judge: LocalJudge, question: str, context: str, right: str, wrong: str) -> None:
+    good = judge.evaluate_sync(question, [context], right, frozenset({F}))
+    bad = judge.evaluate_sync(question, [context], wrong, frozenset({F}))
+    assert good.faithfulness is not None and bad.faithfulness is not None
+    assert "not in the context" not in (good.reasons["faithfulness"] or ""), good
+    assert good.faithfulness > bad.faithfulness, (good, bad)

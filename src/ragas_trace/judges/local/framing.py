@@ -23,8 +23,10 @@ from ragas_trace.judges.local.evidence import (
     with_antecedents,
 )
 from ragas_trace.judges.local.lexicon import (
+    ARTICLES,
     CJK_FUNCTION_CHARS,
     CJK_QUESTION_CHARS,
+    STOPWORDS,
     expectations,
 )
 from ragas_trace.judges.local.scoring import (
@@ -39,6 +41,7 @@ from ragas_trace.judges.local.tokens import (
     Token,
     Vocabulary,
     content_tokens,
+    normalise,
     weight,
 )
 
@@ -125,6 +128,10 @@ def framed_support(question: str, q_vector: Vectors, answer: str, evidence: Evid
     # not a sentence-initial word.
     answer_tokens = content_tokens(answer) if _CJK.search(answer) else \
         [t for t in content_tokens("x " + answer) if t.start > 0]
+    # A function word it opens with ("An der RWTH Aachen") names nothing; one that is
+    # all of it is a name ("Seine").
+    while len(answer_tokens) > 1 and normalise(answer_tokens[0].text) in STOPWORDS | ARTICLES:
+        answer_tokens = answer_tokens[1:]
     if not answer_tokens or not evidence.sentences:
         return None
     answer_keys = {t.key for t in answer_tokens}

@@ -26,6 +26,11 @@ nicht kein keine keinen noch nur schon sehr so dass daß hat haben hatte hatten 
 wo warum welche welcher welches welchen diese dieser dieses diesem diesen jener sich man
 """.split())
 
+# French and Spanish articles and contractions: a short answer that opens with one
+# ("le Conservatoire de Lyon", "la Vèze", "el Real Madrid") names nothing by it.
+ARTICLES = frozenset("le la les un une des du au aux el los las lo una unos unas del al"
+                     .split())
+
 # Months are dates, not names: "March" answers "when", not "who".
 MONTHS = frozenset("""
 january february march april may june july august september october november december
