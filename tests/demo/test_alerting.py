@@ -1,7 +1,7 @@
 """End to end against a real Prometheus: two ``ragas-trace demo`` processes, one with
 ``--drift`` and one without, each serving its metrics; Prometheus scrapes both every
 second and evaluates the shipped alert rules with every duration divided by
-``TIME_SCALE`` (10m window -> 20 s, ``for: 1m`` -> 2 s; thresholds and expressions
+``TIME_SCALE`` (5m window -> 10 s, ``for: 1m`` -> 2 s; thresholds and expressions
 unchanged). The drifting demo is bad within seconds of its start, before it has a
 baseline to drop from, so the floor alert (``RagasFaithfulnessLow``, the page during
 the drop alert's warm-up) must fire for it, and no alert for the steady one.
@@ -81,12 +81,12 @@ def demos(tmp_path: Path) -> Iterator[dict[str, Any]]:
 
 
 def _mean(prometheus: Prometheus, window: str) -> dict[str, float]:
-    """Mean faithfulness per service over ``window``, where it has 20+ scores (as the
-    alert requires)."""
+    """Mean faithfulness per service over ``window``, where it has 10+ scores (as the
+    floor alert requires)."""
     by = "sum by (service, app, judge)"
     expr = (f"{by} (rate(ragas_faithfulness_sum[{window}])) / "
             f"{by} (rate(ragas_faithfulness_count[{window}])) and "
-            f"{by} (increase(ragas_faithfulness_count[{window}])) >= 20")
+            f"{by} (increase(ragas_faithfulness_count[{window}])) >= 10")
     return {r["metric"]["service"]: float(r["value"][1]) for r in prometheus.query(expr)}
 
 
@@ -101,7 +101,7 @@ def test_faithfulness_alert_fires_with_drift_and_not_without(demos: dict[str, An
         steady_alerts: list[dict[str, Any]] = []
         steady_means: list[float] = []
         # Until the drift alert fires and the steady demo has been watched for 30 s
-        # (longer than the floor alert needs to fire: 20 scores + 4 s for), at 1 s a poll.
+        # (longer than the floor alert needs to fire: 10 scores + 2 s for), at 1 s a poll.
         while ((fired is None or len(steady_means) < 30)
                and time.monotonic() < deadline):
             for name, proc in demos["procs"].items():
@@ -122,7 +122,7 @@ def test_faithfulness_alert_fires_with_drift_and_not_without(demos: dict[str, An
                      + " | ".join((demos["dir"] / f"{name}.log").read_text()[-1500:]
                                   for name in demos["procs"]))
         assert fired is not None, f"{ALERT} did not fire within {DEADLINE_S:.0f} s; {situation}"
-        assert float(fired["value"]) > 3  # standard errors below the 0.5 floor
+        assert float(fired["value"]) > 4  # standard errors below the 0.5 floor
         assert fired["labels"]["app"] == "marrowick-guide"
         assert fired["labels"]["judge"].startswith("local:")
         # The steady demo was scored all along, far above the floor.
