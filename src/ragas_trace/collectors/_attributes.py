@@ -163,23 +163,41 @@ def _message_keys(direction: str, index: int) -> tuple[str, str]:
             sc.message_key(direction, index, sc.MESSAGE_CONTENT))
 
 
+@functools.lru_cache(maxsize=256)
+def _tool_call_keys(direction: str, index: int, call: int) -> tuple[str, str, str]:
+    return (sc.tool_call_key(direction, index, call, sc.TOOL_CALL_ID),
+            sc.tool_call_key(direction, index, call, sc.TOOL_CALL_FUNCTION_NAME),
+            sc.tool_call_key(direction, index, call, sc.TOOL_CALL_FUNCTION_ARGUMENTS))
+
+
+def add_message(attrs: dict[str, Any], direction: str, index: int, role: str,
+                content: str | None,
+                tool_calls: Sequence[tuple[str | None, str, str | None]] = ()) -> None:
+    """Write one message's OpenInference attributes (see ``message_attributes``) into
+    ``attrs``; for collectors that read messages without making ``Message`` objects."""
+    role_key, content_key = _message_keys(direction, index)
+    attrs[role_key] = role
+    if content is not None:
+        attrs[content_key] = content
+    for j, (call_id, name, arguments) in enumerate(tool_calls):
+        id_key, name_key, arguments_key = _tool_call_keys(direction, index, j)
+        if call_id:
+            attrs[id_key] = call_id
+        attrs[name_key] = name
+        if arguments is not None:
+            attrs[arguments_key] = arguments
+
+
 def message_attributes(direction: str, messages: Sequence[Message],
                        max_messages: int = 64) -> Iterator[Attribute]:
     """OpenInference ``llm.input_messages.*`` (``direction="input"``) or
     ``llm.output_messages.*``: role, content and tool calls of each message; at most
     ``max_messages`` (the latest ones), as the span attribute limit is 128 by default."""
+    attrs: dict[str, Any] = {}
     start = max(0, len(messages) - max_messages)
     for i, message in enumerate(messages[start:]):
-        role_key, content_key = _message_keys(direction, i)
-        yield role_key, message.role
-        if message.content is not None:
-            yield content_key, message.content
-        for j, (call_id, name, arguments) in enumerate(message.tool_calls):
-            if call_id:
-                yield sc.tool_call_key(direction, i, j, sc.TOOL_CALL_ID), call_id
-            yield sc.tool_call_key(direction, i, j, sc.TOOL_CALL_FUNCTION_NAME), name
-            if arguments is not None:
-                yield sc.tool_call_key(direction, i, j, sc.TOOL_CALL_FUNCTION_ARGUMENTS), arguments
+        add_message(attrs, direction, i, message.role, message.content, message.tool_calls)
+    return iter(attrs.items())
 
 
 def tool_attributes(name: str, description: str | None = None,

@@ -6,17 +6,28 @@ assistant text that is not a tool call) and the OpenInference messages of LLM sp
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
-from langchain_core.messages import AIMessage, BaseMessage
+from langchain_core.messages import (
+    AIMessage,
+    AIMessageChunk,
+    BaseMessage,
+    HumanMessage,
+    SystemMessage,
+    ToolMessage,
+)
 
-from ragas_trace.collectors._attributes import Message, as_text
+from ragas_trace.collectors._attributes import add_message, as_text
 
 # Message types and role spellings -> OpenInference roles.
 _ROLES = {"human": "user", "user": "user", "ai": "assistant", "assistant": "assistant",
           "system": "system", "developer": "system", "tool": "tool", "function": "function"}
 _JSON = json.JSONEncoder(default=str, ensure_ascii=False)
+# Exact classes whose role is fixed (subclasses go through ``role_of``).
+_CLASS_ROLES: dict[type, str] = {HumanMessage: "user", SystemMessage: "system",
+                                 AIMessage: "assistant", AIMessageChunk: "assistant",
+                                 ToolMessage: "tool"}
 
 
 def content_text(content: Any) -> str | None:
@@ -121,31 +132,52 @@ def _call(call: Any) -> tuple[str | None, str, str | None]:
             name if isinstance(name, str) else "", args)
 
 
-def to_message(message: Any) -> Message:
-    return Message(role_of(message) or "user", text_of(message),
-                   tuple(_call(c) for c in _tool_calls(message)))
+def _fields(message: Any) -> tuple[str, str | None, Sequence[Any]]:
+    """``(role, text, tool calls)`` of one message, as ``role_of`` / ``text_of`` /
+    ``_tool_calls`` give them; LangChain's own message classes without the ABC checks
+    (this runs for every message of every model call)."""
+    role = _CLASS_ROLES.get(type(message))
+    if role is None:
+        return role_of(message) or "user", text_of(message), _tool_calls(message)
+    content = message.content
+    text = content if type(content) is str else content_text(content)
+    if role == "assistant":
+        calls = message.tool_calls
+        return role, text, calls if type(calls) is list else ()
+    return role, text, ()
 
 
-def prompt_messages(messages: Any) -> list[Message]:
+def add_messages(attrs: dict[str, Any], direction: str, messages: Sequence[Any],
+                 max_messages: int) -> None:
+    """OpenInference ``llm.<direction>_messages.*`` of LangChain messages, the latest
+    ``max_messages`` of them, written into ``attrs``."""
+    start = max(0, len(messages) - max_messages)
+    for i in range(len(messages) - start):
+        role, text, calls = _fields(messages[start + i])
+        add_message(attrs, direction, i, role, text,
+                    [_call(c) for c in calls] if calls else ())
+
+
+def prompt_messages(messages: Any) -> Sequence[Any]:
     """An LLM call's input: ``on_chat_model_start`` messages (a list per prompt; the
-    first is the one the call answers) or ``on_llm_start`` prompt strings."""
+    first is the one the call answers) or ``on_llm_start`` prompt strings (the first,
+    as one user message)."""
     if isinstance(messages, list) and messages and isinstance(messages[0], list):
-        messages = messages[0]
-    elif isinstance(messages, list) and messages and isinstance(messages[0], str):
-        return [Message("user", messages[0])]
-    return [to_message(m) for m in as_list(messages)]
+        return messages[0]
+    if isinstance(messages, list) and messages and isinstance(messages[0], str):
+        return (("user", messages[0]),)
+    return as_list(messages)
 
 
-def completion_messages(response: Any) -> Iterator[Message]:
-    """An ``LLMResult``'s first generation (the completion the caller got)."""
+def completion_message(response: Any) -> Any:
+    """The message (or ``("assistant", text)``) of an ``LLMResult``'s first generation:
+    the completion the caller got; None if it has none."""
     generations = getattr(response, "generations", None)
     if not generations or not generations[0]:
-        return
+        return None
     generation = generations[0][0]
     message = getattr(generation, "message", None)
     if message is not None:
-        yield to_message(message)
-        return
+        return message
     text = getattr(generation, "text", None)
-    if isinstance(text, str):
-        yield Message("assistant", text)
+    return ("assistant", text) if isinstance(text, str) else None

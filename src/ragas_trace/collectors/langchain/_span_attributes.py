@@ -21,18 +21,21 @@ _JSON = json.JSONEncoder(default=str, ensure_ascii=False)
 
 def prompt_attributes(messages: Any) -> dict[str, Any]:
     """``llm.input_messages.*`` of an ``on_chat_model_start`` / ``on_llm_start`` call."""
-    return dict(attributes.message_attributes(
-        "input", _messages.prompt_messages(messages), MAX_MESSAGES))
+    attrs: dict[str, Any] = {}
+    _messages.add_messages(attrs, "input", _messages.prompt_messages(messages), MAX_MESSAGES)
+    return attrs
 
 
 def completion_attributes(response: Any) -> dict[str, Any]:
     """Token usage, response model and ``llm.output_messages.*`` of an ``LLMResult``."""
-    attrs: dict[str, Any] = dict(attributes.usage_attributes(*_values.usage_of(response)))
+    message = _messages.completion_message(response)
+    attrs: dict[str, Any] = dict(attributes.usage_attributes(
+        *_values.usage_of(response, message)))
     model = _values.response_model_of(response)
     if model is not None:
         attrs[sc.GEN_AI_RESPONSE_MODEL] = model
-    attrs.update(attributes.message_attributes(
-        "output", list(_messages.completion_messages(response)), MAX_MESSAGES))
+    if message is not None:
+        _messages.add_messages(attrs, "output", (message,), MAX_MESSAGES)
     return attrs
 
 

@@ -155,15 +155,10 @@ def provider_of(metadata: Mapping[str, Any] | None) -> str | None:
     return None
 
 
-def usage_of(response: Any) -> tuple[int | None, int | None, int | None]:
-    """(prompt, completion, total) tokens: the message's ``usage_metadata``, else the
-    provider's ``llm_output["token_usage"]``."""
-    usage: Any = None
-    try:
-        message = getattr(response.generations[0][0], "message", None)
-        usage = getattr(message, "usage_metadata", None)
-    except (AttributeError, IndexError, TypeError):
-        usage = None
+def usage_of(response: Any, message: Any) -> tuple[int | None, int | None, int | None]:
+    """(prompt, completion, total) tokens: the completion ``message``'s
+    ``usage_metadata``, else the provider's ``llm_output["token_usage"]``."""
+    usage: Any = getattr(message, "usage_metadata", None) if message is not None else None
     if type(usage) is dict or isinstance(usage, Mapping):
         return (_int(usage.get("input_tokens")), _int(usage.get("output_tokens")),
                 _int(usage.get("total_tokens")))
