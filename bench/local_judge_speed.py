@@ -40,17 +40,22 @@ def measure(records: int, repeats: int, threads: int | None = None) -> dict[str,
     judge.load()
     load_s = time.perf_counter() - started
 
-    async def one_pass() -> float:
-        began = time.perf_counter()
+    async def one_pass() -> tuple[float, float]:
+        began, cpu = time.perf_counter(), time.process_time()
         for row in rows:
             await judge.evaluate(row["question"], [row["context"]], row["gt_answer"])
-        return len(rows) / (time.perf_counter() - began)
+        return (len(rows) / (time.perf_counter() - began),
+                (time.process_time() - cpu) / len(rows))
 
-    rates = [asyncio.run(one_pass()) for _ in range(repeats)]
+    passes = [asyncio.run(one_pass()) for _ in range(repeats)]
+    rates = [rate for rate, _ in passes]
     return {"records": len(rows), "repeats": repeats, "threads": embedder.threads,
             "load_s": round(load_s, 3),
             "records_per_s_median": round(statistics.median(rates), 2),
             "records_per_s_all": [round(r, 2) for r in rates],
+            # Process CPU (every thread): unlike wall time, barely moved by other jobs.
+            "cpu_ms_per_record_median": round(1000 * statistics.median(c for _, c in passes)),
+            "load_average": round(os.getloadavg()[0], 2),
             "peak_rss_mb": round(_rss_mb(), 1), "rss_before_model_mb": round(baseline_rss, 1)}
 
 

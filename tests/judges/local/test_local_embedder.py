@@ -2,7 +2,10 @@
 
 import json
 import logging
+import os
 import shutil
+import signal
+import threading
 from pathlib import Path
 
 import numpy as np
@@ -158,3 +161,73 @@ def test_batch_plan_covers_every_text_once_within_the_limits() -> None:
         assert len(batch) == 1 or len(batch) * max(lengths[i] for i in batch) <= TOKEN_BUDGET
     # short texts are not padded to the width of long ones
     assert len(plan_batches([0, 1], {0: 5, 1: 250}, 32)) == 2
+
+
+# Texts of many lengths: a call that plans several model runs.
+_MIXED = [" ".join(f"word{k}" for k in range(n)) + "." for n in (1, 3, 8, 20, 45, 90, 150)] * 3
+
+
+class _WatchedSession:
+    """Counts the model runs in flight; the first run waits (bounded) for a second one
+    to start, so that a test sees whether runs overlap."""
+
+    def __init__(self, session: object) -> None:
+        self._session = session
+        self._lock = threading.Lock()
+        self.running = self.most = 0
+        self.overlapped = threading.Event()
+
+    def run(self, *args: object) -> object:
+        with self._lock:
+            self.running += 1
+            self.most = max(self.most, self.running)
+            if self.running > 1:
+                self.overlapped.set()
+        try:
+            self.overlapped.wait(5.0)
+            return self._session.run(*args)  # type: ignore[attr-defined]
+        finally:
+            with self._lock:
+                self.running -= 1
+
+
+def test_worker_threads_give_the_same_vectors_as_one_thread() -> None:
+    one, two = Embedder(threads=1, cache_size=0), Embedder(threads=2, cache_size=0)
+    assert np.array_equal(one.embed(_MIXED), two.embed(_MIXED))
+
+
+def test_one_call_runs_on_the_workers_side_by_side() -> None:
+    e = Embedder(threads=2, cache_size=0)
+    e.load()
+    watched = e._session = _WatchedSession(e._session)
+    e.embed(_MIXED)
+    assert watched.overlapped.is_set()
+
+
+def test_runs_never_exceed_the_threads_however_many_callers() -> None:
+    e = Embedder(threads=2, cache_size=0)
+    e.load()
+    watched = e._session = _WatchedSession(e._session)
+    callers = [threading.Thread(target=e.embed, args=(texts,))
+               for texts in (_MIXED, _MIXED[:1], _MIXED[1:2], _MIXED[::2])]
+    for t in callers:
+        t.start()
+    for t in callers:
+        t.join(30)
+    assert not any(t.is_alive() for t in callers)
+    assert watched.most == 2
+
+
+def test_worker_threads_start_afresh_in_a_forked_child() -> None:
+    e = Embedder(threads=2, cache_size=0)
+    expected = e.embed(_MIXED)  # the parent's workers exist now
+    pid = os.fork()
+    if pid == 0:
+        code = 1
+        signal.alarm(30)  # a child waiting for the parent's workers dies, not hangs
+        try:
+            code = 0 if np.array_equal(e.embed(_MIXED), expected) else 1
+        finally:
+            os._exit(code)
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0

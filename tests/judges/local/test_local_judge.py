@@ -228,9 +228,9 @@ def test_evaluate_runs_the_model_off_the_event_loop_thread(judge: LocalJudge) ->
     threads: list[int] = []
 
     class Recording(Embedder):
-        def embed(self, texts):  # type: ignore[no-untyped-def]
+        def start(self, texts):  # type: ignore[no-untyped-def]
             threads.append(threading.get_ident())
-            return super().embed(texts)
+            return super().start(texts)
 
     recording = LocalJudge(embedder=Recording(threads=1))
 
@@ -265,14 +265,17 @@ def test_concurrent_records_get_the_same_scores_as_sequential_ones(judge: LocalJ
         assert scores.results == sequential[i % 3].results  # type: ignore[attr-defined]
 
 
-def test_a_broken_model_fails_every_metric_with_a_reason(monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.parametrize("threads", [1, 2])  # a run on the caller, or on a worker
+def test_a_broken_model_fails_every_metric_with_a_reason(
+        monkeypatch: pytest.MonkeyPatch, threads: int) -> None:
     class Broken(Embedder):
-        def embed(self, texts):  # type: ignore[no-untyped-def]
+        def _embed_batch(self, encodings):  # type: ignore[no-untyped-def]
             raise RuntimeError("boom")
 
     monkeypatch.setenv("RAGAS_TRACE_RAISE_INTERNAL_ERRORS", "0")
     before = _internal_errors.internal_error_counts().get("judges.local.evaluate", 0)
-    scores = LocalJudge(embedder=Broken(threads=1)).evaluate_sync(QUESTION, [CONTEXT], ANSWER)
+    scores = LocalJudge(embedder=Broken(threads=threads, cache_size=0)).evaluate_sync(
+        QUESTION, [CONTEXT], ANSWER)
     assert {scores.result(m).status for m in ALL_METRICS} == {MetricStatus.FAILED}
     assert all(scores.result(m).value is None for m in ALL_METRICS)
     assert "RuntimeError" in (scores.reasons["faithfulness"] or "")
@@ -302,3 +305,15 @@ def test_each_part_of_a_compound_question_finds_its_sentences(judge: LocalJudge)
         "The Eiffel Tower was completed in March 1889 as the entrance arch to the World's "
         "Fair in Paris.",
         "It was designed and built by the engineering company of Gustave Eiffel.")
+
+
+def test_the_sentences_embedded_are_the_evidence_sentences(judge: LocalJudge) -> None:
+    """The record embeds its context sentences before the evidence is built from them
+    (the two overlap), so both must split the passages alike."""
+    from ragas_trace.judges.local.judge import _Record
+
+    passages = [CONTEXT, PADDED, "Dr. Smith arrived at 5 p.m. He left.\n\nA new paragraph",
+                "埃菲尔铁塔于1889年建成。它位于巴黎。", "  ", "Ein Satz. Noch einer!"]
+    record = _Record(judge._embedder, QUESTION, passages, ANSWER, ALL_METRICS)
+    assert record.sentence_texts == record.evidence.texts
+    assert len(record.sentence_texts) > len(passages)

@@ -1,7 +1,9 @@
 """``LocalJudge``: the three metrics offline, on CPU, with no API key.
 
-All texts of a record are embedded in one call (deduplicated, batched), on the
-judge's own worker thread, so that the scorer's event loop is never blocked.
+All texts of a record are embedded in one call (deduplicated, batched), started
+before the context's tokens are prepared so that the two overlap when the embedder
+has worker threads; the record is scored on the judge's own worker thread, so that
+the scorer's event loop is never blocked.
 """
 
 from __future__ import annotations
@@ -161,7 +163,8 @@ class _Record:
             self.answer = self.answer[:limits[1]]
         self.requested = metrics
         self.metrics = metrics - self.skipped.keys()
-        self.evidence: Evidence = build_evidence(self.contexts)
+        # The texts build_evidence makes its sentences of, in order.
+        self.sentence_texts = [t for c in self.contexts for t in split_sentences(c)]
         # Hedged but committal ("I'm not sure of the day, but it opened in 1889") is
         # an answer: an evasion states no number.
         self.refusal = bool(self.answer) and is_noncommittal(self.answer) and not any(
@@ -177,10 +180,15 @@ class _Record:
         self.rarity = embedder.rarity
         self.question_parts = question_parts(self.question) \
             if Metric.CONTEXT_RELEVANCE in metrics else []
+        self.texts = self._texts_to_embed()
+        # The model runs on the embedder's workers (if it has any) while this thread
+        # prepares the context's tokens.
+        self.pending = embedder.start(self.texts) if self.texts else None
+        self.evidence: Evidence = build_evidence(self.contexts)
 
     def score(self) -> Scores:
-        texts = self._texts_to_embed()
-        vectors = self.embedder.embed(texts) if texts else np.zeros((0, 0), np.float32)
+        texts = self.texts
+        vectors = self.pending.result() if self.pending else np.zeros((0, 0), np.float32)
         index = {t: i for i, t in enumerate(texts)}
 
         def vec(text: str) -> Vectors:
@@ -208,7 +216,7 @@ class _Record:
                       context_sentences=len(self.evidence.sentences), kept_sentences=kept)
 
     def _context_needed(self) -> bool:
-        return bool(self.evidence.sentences) and (
+        return bool(self.sentence_texts) and (
             (Metric.FAITHFULNESS in self.metrics and bool(self.statements))
             or (Metric.ANSWER_RELEVANCE in self.metrics and self.short)
             or (Metric.CONTEXT_RELEVANCE in self.metrics and bool(self.question)))
@@ -219,7 +227,7 @@ class _Record:
             wanted += [self.question, self.answer]
         if self._context_needed():
             wanted += [self.question, *self.question_parts, *self.statements,
-                       *self.evidence.texts]
+                       *self.sentence_texts]
         return list(dict.fromkeys(t for t in wanted if t))
 
     def _faithfulness(self, vec: _VecFn, sentence_vectors: Vectors,
