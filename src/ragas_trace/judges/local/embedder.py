@@ -92,7 +92,8 @@ def default_tokenizer_path() -> Path:
 
 
 def default_threads() -> int:
-    """Threads for onnxruntime: env ``RAGAS_TRACE_LOCAL_THREADS``, else half the cores.
+    """Model runs at once (one thread each): env ``RAGAS_TRACE_LOCAL_THREADS``, else half
+    the cores.
 
     The judge shares the machine with the application it observes, so by default it
     leaves at least half of the cores to it.
@@ -214,7 +215,7 @@ class Embedder:
 
     @property
     def threads(self) -> int:
-        """The onnxruntime threads this embedder runs (or will run) with."""
+        """The model runs at once (each on one thread) this embedder allows."""
         return self._threads or default_threads()
 
     @property

@@ -47,8 +47,9 @@ MAX_ANSWER_CHARS = 4_000
 class LocalJudge:
     """Scores records with all-MiniLM-L6-v2 (int8 ONNX) and token grounding.
 
-    ``threads``: onnxruntime threads (default: env ``RAGAS_TRACE_LOCAL_THREADS``, else
-    half the cores). The model loads on first use, or call ``load()`` up front.
+    ``threads``: model runs at once, one thread each (default: env
+    ``RAGAS_TRACE_LOCAL_THREADS``, else half the cores). The model loads on first
+    use, or call ``load()`` up front.
 
     Time per record is bounded by two limits: over ``max_context_chars`` of context
     (all passages together), faithfulness and context relevance are ``skipped`` with
