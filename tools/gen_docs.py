@@ -66,9 +66,14 @@ def _settings_judge() -> str:
 
 def _settings_collectors() -> str:
     from ragas_trace._settings import settings_table
-    from ragas_trace.collectors._settings import MAX_DOCUMENTS, MAX_OPEN_RUNS, RUN_TTL_S
+    from ragas_trace.collectors._settings import (
+        CAPTURE_VECTOR_STORES,
+        MAX_DOCUMENTS,
+        MAX_OPEN_RUNS,
+        RUN_TTL_S,
+    )
 
-    return settings_table((MAX_DOCUMENTS, RUN_TTL_S, MAX_OPEN_RUNS))
+    return settings_table((MAX_DOCUMENTS, RUN_TTL_S, MAX_OPEN_RUNS, CAPTURE_VECTOR_STORES))
 
 
 def _settings_serve() -> str:

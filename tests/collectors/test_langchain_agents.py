@@ -75,8 +75,16 @@ def test_message_agents_make_one_complete_rag_trace(tracing: InMemoryTracing,
     assert len(by_kind(tracing.spans(), sc.KIND_LLM)) >= 1
 
 
-def test_artifact_passages_sit_under_the_tool_span(tracing: InMemoryTracing) -> None:
-    run(tracing, apps.rag_agent(), apps.messages_input())
+@pytest.mark.parametrize(("capture_vector_stores", "retriever_name"), [
+    (True, "InMemoryVectorStore.similarity_search"),  # the search the tool made
+    (False, "retrieve_context"),  # the tool's artifact
+])
+def test_artifact_passages_sit_under_the_tool_span(tracing: InMemoryTracing,
+                                                   capture_vector_stores: bool,
+                                                   retriever_name: str) -> None:
+    handler = RagasCallbackHandler(tracing.provider,
+                                   capture_vector_stores=capture_vector_stores)
+    apps.rag_agent().invoke(apps.messages_input(), config={"callbacks": [handler]})
 
     spans = tracing.spans()
     root, record = one_request(spans)
@@ -84,7 +92,7 @@ def test_artifact_passages_sit_under_the_tool_span(tracing: InMemoryTracing) -> 
     retriever = one(spans, sc.KIND_RETRIEVER)
     assert tool.parent.span_id == root.context.span_id
     assert retriever.parent.span_id == tool.context.span_id
-    assert retriever.name == "retrieve_context"
+    assert retriever.name == retriever_name
     assert retriever.attributes[sc.INPUT_VALUE] == apps.QUESTION
     assert retriever.attributes[sc.document_key(0, sc.DOCUMENT_ID)] == "doc-city3"
     assert tool.start_time <= retriever.start_time <= retriever.end_time <= tool.end_time
@@ -120,13 +128,22 @@ def test_a_retriever_inside_a_tool_is_in_the_request_and_counted_once(
     assert len(passages(record)) == 2
 
 
-def test_state_graph_passages_come_from_the_state(tracing: InMemoryTracing) -> None:
-    result = run(tracing, apps.state_graph(), {"question": apps.QUESTION})
+@pytest.mark.parametrize(("capture_vector_stores", "retriever_name"), [
+    (True, "InMemoryVectorStore.similarity_search"),  # the search the node made
+    (False, "retrieve"),  # the node that wrote the Documents
+])
+def test_state_graph_passages_come_from_the_state(tracing: InMemoryTracing,
+                                                  capture_vector_stores: bool,
+                                                  retriever_name: str) -> None:
+    handler = RagasCallbackHandler(tracing.provider,
+                                   capture_vector_stores=capture_vector_stores)
+    result = apps.state_graph().invoke({"question": apps.QUESTION},
+                                       config={"callbacks": [handler]})
 
     spans = tracing.spans()
     root, record = one_request(spans)
     retriever = one(spans, sc.KIND_RETRIEVER)
-    assert retriever.name == "retrieve"  # the node that wrote the Documents
+    assert retriever.name == retriever_name
     assert retriever.parent.span_id == root.context.span_id
     assert root.start_time < retriever.start_time < retriever.end_time < root.end_time
     assert record.question == apps.QUESTION
@@ -273,7 +290,7 @@ def test_functional_api_entrypoint_and_tasks(tracing: InMemoryTracing) -> None:
     _, record = one_request(tracing.spans())
     assert record.question == apps.QUESTION and record.answer == f"Answer: {apps.PASSAGE}"
     assert passages(record)[0] == apps.PASSAGE
-    assert one(tracing.spans(), sc.KIND_RETRIEVER).name == "retrieve"
+    assert one(tracing.spans(), sc.KIND_RETRIEVER).name == "InMemoryVectorStore.similarity_search"
 
 
 async def test_astream_events(tracing: InMemoryTracing) -> None:

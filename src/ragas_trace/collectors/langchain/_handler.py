@@ -3,19 +3,20 @@
 Spans are made for the root run (CHAIN, with question, answer and the LangGraph
 thread as ``session.id``), each retriever run (RETRIEVER, with its passages), each
 tool call (TOOL, with its input and output) and each model call (LLM, with model,
-token usage, prompt and completion messages). Passages that arrive without a
-retriever run (a tool's artifact, Documents a graph node writes into its state)
-get a RETRIEVER span too; a request with no passages at all takes those of the
-state it returns (a resumed graph), else its tools' text outputs. A retriever inside
-a retriever makes no span: the outer one's documents are what the app got.
-Every other run only maps to its nearest spanned
-ancestor. The callbacks record; the spans are made when the root run ends
-(``_emit``). Each callback is
-wrapped so that nothing raises into the chain, and a run is ended even when
-building its attributes fails."""
+token usage, prompt and completion messages). A direct vector-store search reaches
+the handler as a retriever run too (``_vector_stores`` wraps the search methods).
+Passages that arrive without a retriever run (a tool's artifact, Documents a graph
+node writes into its state) get a RETRIEVER span too; a request with no passages at
+all takes those of the state it returns (a resumed graph), else its tools' text
+outputs. A retriever inside a retriever makes no span: the outer one's documents are
+what the app got. Every other run only maps to its nearest spanned ancestor. The
+callbacks record; the spans are made when the root run ends (``_emit``). Each
+callback is wrapped so that nothing raises into the chain, and a run is ended even
+when building its attributes fails."""
 
 from __future__ import annotations
 
+import functools
 import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
@@ -33,7 +34,12 @@ from ragas_trace import semconv as sc
 from ragas_trace._internal_errors import record_internal_error
 from ragas_trace.collectors import _attributes as attributes
 from ragas_trace.collectors import _settings
-from ragas_trace.collectors.langchain import _found_documents, _span_attributes, _values
+from ragas_trace.collectors.langchain import (
+    _found_documents,
+    _span_attributes,
+    _values,
+    _vector_stores,
+)
 from ragas_trace.collectors.langchain._emit import Emitter
 from ragas_trace.collectors.langchain._runs import Run, RunMap
 
@@ -60,6 +66,10 @@ class RagasCallbackHandler(BaseCallbackHandler):
     ``run_ttl_s``: requests still open after this long are ended and forgotten
     (env ``RAGAS_TRACE_RUN_TTL_S``, default 600). ``max_open_runs``: open runs kept
     at most (env ``RAGAS_TRACE_MAX_OPEN_RUNS``, default 10,000), oldest evicted first.
+    ``capture_vector_stores``: record ``vector_store.similarity_search*`` calls made
+    inside a traced run as retriever spans (env ``RAGAS_TRACE_CAPTURE_VECTOR_STORES``,
+    default on; the first handler made with it on wraps the search methods of every
+    ``VectorStore`` class, ``_vector_stores``).
     """
 
     # A sync handler under ainvoke would otherwise be run in an executor thread
@@ -79,6 +89,7 @@ class RagasCallbackHandler(BaseCallbackHandler):
         max_documents: int | None = None,
         run_ttl_s: float | None = None,
         max_open_runs: int | None = None,
+        capture_vector_stores: bool | None = None,
     ) -> None:
         super().__init__()
         if app_name is not None and not isinstance(app_name, str):
@@ -100,11 +111,22 @@ class RagasCallbackHandler(BaseCallbackHandler):
         self._root_attrs: dict[str, dict[str, Any]] = {}
         self._llm_attrs: dict[tuple[str | None, str | None], dict[str, Any]] = {}
         self.evicted_runs = 0
+        self.captures_vector_stores: bool = _settings.setting(
+            _settings.CAPTURE_VECTOR_STORES, capture_vector_stores)
+        if self.captures_vector_stores:
+            try:
+                _vector_stores.enable()
+            except Exception as exc:
+                record_internal_error("langchain.vector_store_wrap", exc)
 
     @property
     def open_runs(self) -> int:
         """Runs started and not yet ended or evicted (for monitoring and tests)."""
         return len(self._runs)
+
+    def run_is_open(self, run_id: int) -> bool:
+        """Whether the run with this ``UUID.int`` has started and not yet ended."""
+        return self._runs.get(run_id) is not None
 
     # Chains -------------------------------------------------------------------
 
@@ -161,6 +183,8 @@ class RagasCallbackHandler(BaseCallbackHandler):
                 # what the app got, so only it records passages, as in LlamaIndex.
                 self._runs.alias(run_id.int, parent)
                 return
+            _vector_stores.retriever_started(
+                self, run_id.int, parent_run_id.int if parent_run_id is not None else None)
             attrs = _RETRIEVER_ATTRIBUTES.copy()
             attrs.update(attributes.input_attributes(attributes.as_text(query)))
             self._start_child(run_id, parent_run_id, _run_name(serialized, kwargs, "retriever"),
@@ -171,7 +195,12 @@ class RagasCallbackHandler(BaseCallbackHandler):
     def on_retriever_end(self, documents: Sequence[Any], *, run_id: UUID,
                          **kwargs: Any) -> None:
         try:
-            run = self._end_child(run_id, self._document_attributes, documents, None)
+            scores = kwargs.get(_vector_stores.SCORES)
+            build: _Build = self._document_attributes
+            if scores:
+                # A vector store's ``*_with_score`` search (``_vector_stores``).
+                build = functools.partial(_with_scores, self._document_attributes, scores)
+            run = self._end_child(run_id, build, documents, None)
             if run is not None:
                 run.root.retrieved.append(documents)
         except Exception as exc:
@@ -403,6 +432,12 @@ class RagasCallbackHandler(BaseCallbackHandler):
                     self._emitter.evict(run, now)
                 except Exception as exc:
                     record_internal_error("langchain.evict", exc)
+
+
+def _with_scores(build: _Build, scores: Sequence[float], documents: Any) -> dict[str, Any]:
+    attrs = build(documents)
+    _vector_stores.score_attributes(attrs, scores)
+    return attrs
 
 
 def _run_name(serialized: Mapping[str, Any] | None, kwargs: Mapping[str, Any],

@@ -1,11 +1,13 @@
-"""Process-wide install through langchain-core's configure hook (no monkey-patching).
+"""Process-wide install through langchain-core's configure hook.
 
 LangChain asks each registered hook's variable for a handler whenever it builds a
 callback manager. A ``ContextVar`` would not do here: a value set in one thread or
 task is invisible to threads started elsewhere. The hook is therefore given a slot
 with the same ``get()`` that returns the one installed handler, from any thread or
 task. ``uninstrument()`` empties the slot; the hook stays registered (langchain-core
-has no unregister) and costs one attribute read per callback manager."""
+has no unregister) and costs one attribute read per callback manager. The handler
+also wraps the vector-store search methods (``_vector_stores``), the one thing no
+callback reports; ``uninstrument()`` unwraps them."""
 
 from __future__ import annotations
 
@@ -16,6 +18,7 @@ from typing import Any, cast
 from langchain_core.tracers.context import register_configure_hook
 from opentelemetry.trace import TracerProvider
 
+from ragas_trace.collectors.langchain import _vector_stores
 from ragas_trace.collectors.langchain._handler import RagasCallbackHandler
 
 
@@ -53,9 +56,12 @@ def instrument(tracer_provider: TracerProvider | None = None,
 
 
 def uninstrument() -> None:
-    """Stop attaching the handler to new runs (runs already started finish as usual)."""
+    """Stop attaching the handler to new runs (runs already started finish as usual),
+    and put the vector-store search methods back (a handler made later wraps them
+    again)."""
     with _lock:
         _slot.handler = None
+    _vector_stores.disable()
 
 
 def installed_handler() -> RagasCallbackHandler | None:
