@@ -12,6 +12,7 @@ of meaning, which the caller settles by comparing the two spans' embeddings.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -25,6 +26,7 @@ MIN_GROUNDED = 3  # fewer grounded tokens: too little to tell what the statement
 # A span in the context more than this many tokens longer than the statement's is not
 # its counterpart: the neighbours are far apart, the statement skipped a passage.
 MAX_EXTRA_TOKENS = 3
+_CJK = re.compile(r"[\u3400-\u9fff]")
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,7 +62,7 @@ def substitutions(statement: str, tokens: Sequence[Token], missing: Sequence[Tok
         between = [t for t in followed.tokens[low + 1:high] if t.key not in said_keys]
         if not between or len(between) > len(run) + MAX_EXTRA_TOKENS:
             continue
-        found.append(Substitution(_span(statement, run), _span(followed.text, between)))
+        found.append(_trimmed(_span(statement, run), _span(followed.text, between)))
     return found
 
 
@@ -103,3 +105,14 @@ def _index_after(own: list[str], key: str, low: int) -> int:
 
 def _span(text: str, tokens: Sequence[Token]) -> str:
     return text[tokens[0].start:tokens[-1].start + len(tokens[-1].text)]
+
+
+def _trimmed(said: str, instead: str) -> Substitution:
+    """CJK character pairs overlap their neighbours ("卖包子和" for "卖豆腐和"): the
+    characters both spans share at their ends are those neighbours, not the change."""
+    while len(said) > 1 and len(instead) > 1 and said[0] == instead[0] and _CJK.match(said):
+        said, instead = said[1:], instead[1:]
+    while len(said) > 1 and len(instead) > 1 and said[-1] == instead[-1] \
+            and _CJK.match(said[-1]):
+        said, instead = said[:-1], instead[:-1]
+    return Substitution(said, instead)
