@@ -16,22 +16,31 @@ from ragas_trace.results import Metric
 F = frozenset({Metric.FAITHFULNESS})
 
 # context, one of its sentences restated, the same with common words (not names or
-# numbers, which count as missing facts anyway) put in the place of the sentence's own
+# numbers, which count as missing facts anyway) of another meaning put in the place of
+# the sentence's own
 CHANGED_WORDS = [
     ("The Harrow mill stands by the river below the village. Since 1840 it has ground "
      "wheat for the farms of the upper valley, and it still turns on market days.",
      "Since 1840 it has ground wheat for the farms of the upper valley, and it still turns "
      "on market days.",
-     "Since 1840 it has ground salt for the farms of the upper valley, and it still turns "
+     "Since 1840 it has ground gold for the farms of the upper valley, and it still turns "
      "on market days.",
-     Substitution("salt", "wheat")),
+     Substitution("gold", "wheat")),
     ("Die alte Brücke über den Mühlbach wurde im Jahr 1870 aus rotem Sandstein gebaut und "
      "1950 verbreitert. Heute fahren dort nur noch Fahrräder.",
      "Die alte Brücke über den Mühlbach wurde im Jahr 1870 aus rotem Sandstein gebaut und "
      "1950 verbreitert.",
-     "Die alte Brücke über den Mühlbach wurde im Jahr 1870 aus grauem Sandstein gebaut und "
-     "1950 verbreitert.",
-     Substitution("grauem", "rotem")),
+     "Die alte Brücke über den Mühlbach wurde im Jahr 1870 aus rotem Sandstein gebaut und "
+     "1950 gesperrt.",
+     Substitution("gesperrt", "verbreitert")),
+    # Words the model knows only as pieces: a cosine of 0.41 is noise there, no synonym.
+    ("Der Gemeindebrief von Talheim erscheint seit 1998 jährlich und wird kostenlos an "
+     "alle Haushalte verteilt. Er hat zwölf Seiten.",
+     "Der Gemeindebrief von Talheim erscheint seit 1998 jährlich und wird kostenlos an "
+     "alle Haushalte verteilt.",
+     "Der Gemeindebrief von Talheim erscheint seit 1998 monatlich und wird kostenlos an "
+     "alle Haushalte verteilt.",
+     Substitution("monatlich", "jährlich")),
     ("La boutique de la place Carnot a ouvert en 1962. Depuis le début, elle vend surtout "
      "du pain de seigle aux habitants du quartier, et le dimanche des gâteaux.",
      "Depuis le début, elle vend surtout du pain de seigle aux habitants du quartier, et le "
@@ -128,3 +137,13 @@ def test_accent_folding_keeps_function_words_out() -> None:
     # "für" and "über" are German function words; folded they must not become content.
     assert [t.text for t in content_tokens("Ein Preis für Kunst über Jahre")] == \
         ["Preis", "Kunst", "Jahre"]
+
+
+def test_a_synonym_phrase_in_a_copied_sentence_stays_supported(judge: LocalJudge) -> None:
+    context = ("The village fair will be held from 3 to 5 August on the meadow by the church. "
+               "Entry is free.")
+    result = judge.evaluate_sync(
+        None, [context], "The village fair will take place from 3 to 5 August on the meadow "
+        "by the church.", F)
+    assert result.faithfulness is not None and result.faithfulness > 0.7, result
+    assert "where the context says" not in result.statements[0].reason, result

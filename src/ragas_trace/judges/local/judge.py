@@ -246,7 +246,7 @@ class _Record:
             return MetricResult.scored(framed.degree), (verdict,)
         units = _with_adjacent_pairs(sentence_vectors)
         supports = [statement_support(s, vec(s), self.evidence, units, self.rarity,
-                                      self._similarity)
+                                      self._similarity, self.embedder.knows)
                     for s in self.statements]
         verdicts = tuple(StatementVerdict(s, sup.degree >= 0.5, sup.reason)
                          for s, sup in zip(self.statements, supports, strict=True))

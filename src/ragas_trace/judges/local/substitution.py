@@ -19,13 +19,15 @@ from dataclasses import dataclass
 from ragas_trace.judges.local.evidence import ContextSentence, Evidence
 from ragas_trace.judges.local.tokens import Kind, Token
 
-# The context sentence must hold this share of the statement's grounded tokens for
-# the statement to follow it (a paraphrase spread over the context does not).
+# The statement follows a context sentence when that sentence holds this share of the
+# statement's grounded tokens and the statement this share of the sentence's tokens
+# (outside the changed span): a copy with one change, not a paraphrase that restates
+# part of the sentence in its own order and words.
 FOLLOWS_SHARE = 0.8
 MIN_GROUNDED = 3  # fewer grounded tokens: too little to tell what the statement follows
 # A span in the context more than this many tokens longer than the statement's is not
 # its counterpart: the neighbours are far apart, the statement skipped a passage.
-MAX_EXTRA_TOKENS = 3
+MAX_EXTRA_TOKENS = 1
 _CJK = re.compile(r"[\u3400-\u9fff]")
 
 
@@ -61,6 +63,9 @@ def substitutions(statement: str, tokens: Sequence[Token], missing: Sequence[Tok
         high = len(own) if right is None else _index_after(own, right, low)
         between = [t for t in followed.tokens[low + 1:high] if t.key not in said_keys]
         if not between or len(between) > len(run) + MAX_EXTRA_TOKENS:
+            continue
+        rest = [t for t in followed.tokens if t not in between]
+        if rest and sum(1 for t in rest if t.key in said_keys) < FOLLOWS_SHARE * len(rest):
             continue
         found.append(_trimmed(_span(statement, run), _span(followed.text, between)))
     return found
