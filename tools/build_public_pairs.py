@@ -22,7 +22,9 @@ Every question gives two rows, one for each kind of wrong answer:
 not relevant); ``context_padded`` is the passage followed by a neighbouring passage of
 the same data set (the next one for ``swap`` rows, the previous one for ``foreign``).
 Choices are deterministic (first candidate in file order after the question's own
-position), so running the script again gives the same file.
+position), so running the script again gives the same file. Foreign answers and
+neighbours come from passages of the same source and ``pool`` (absent for the first
+passages copied; a name for each later batch).
 
     python tools/build_public_pairs.py
 """
@@ -83,7 +85,10 @@ def rotate(items: list[Any], start: int) -> list[Any]:
 def build(paragraphs: list[dict[str, Any]]) -> list[dict[str, Any]]:
     rows = []
     for p_index, paragraph in enumerate(paragraphs):
-        peers = [p for p in paragraphs if p["source"] == paragraph["source"]]
+        # Passages added later carry a ``pool`` of their own, so that the rows built
+        # before them (their foreign answers, their neighbours) stay as they were.
+        peers = [p for p in paragraphs if p["source"] == paragraph["source"]
+                 and p.get("pool") == paragraph.get("pool")]
         at = peers.index(paragraph)
         following, preceding = peers[(at + 1) % len(peers)], peers[at - 1]
         qas = paragraph["qas"]

@@ -245,11 +245,18 @@ class _Record:
             verdict = StatementVerdict(self.statements[0], framed.degree >= 0.5, framed.reason)
             return MetricResult.scored(framed.degree), (verdict,)
         units = _with_adjacent_pairs(sentence_vectors)
-        supports = [statement_support(s, vec(s), self.evidence, units, self.rarity)
+        supports = [statement_support(s, vec(s), self.evidence, units, self.rarity,
+                                      self._similarity, self.embedder.knows)
                     for s in self.statements]
         verdicts = tuple(StatementVerdict(s, sup.degree >= 0.5, sup.reason)
                          for s, sup in zip(self.statements, supports, strict=True))
         return MetricResult.scored(float(np.mean([s.degree for s in supports]))), verdicts
+
+    def _similarity(self, first: str, second: str) -> float:
+        """Cosine of two short texts found only while scoring (a second, small call
+        to the model; the embedder's cache keeps repeats cheap)."""
+        pair = self.embedder.embed([first, second])
+        return float(pair[0] @ pair[1])
 
     def _answer_relevance(self, vec: _VecFn, framed: FramedSupport | None) -> MetricResult:
         if not self.question:

@@ -8,7 +8,8 @@ those degrees cut at one half.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import re
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -25,6 +26,7 @@ from ragas_trace.judges.local.lexicon import (
     expectations,
 )
 from ragas_trace.judges.local.negation import is_negated
+from ragas_trace.judges.local.substitution import substitutions
 from ragas_trace.judges.local.tokens import (
     Kind,
     RarityFn,
@@ -58,6 +60,16 @@ GROUNDED_FLOOR = 0.3
 UNSUPPORTED_FACT_FACTOR = 0.8
 VAGUE_FACTOR = 0.75  # per placeholder word ("someone", "something") in an answer
 UNMET_EXPECTATION_FACTOR = 0.5  # a "when" question answered without any date...
+# Words put in place of the followed context sentence's own: below this cosine between
+# the two spans another fact (a missing fact's discount), above the next a paraphrase.
+# Out of context single words are far apart even when synonyms ("held" and "take
+# place" 0.35 to 0.47), other facts further ("storm" and "difficulty" under 0.3).
+CHANGED_BELOW, PARAPHRASE_ABOVE = 0.25, 0.40
+# On words the model knows only as pieces (most German, French and Spanish ones,
+# Chinese) its cosines are compressed noise (unrelated spans reach 0.45): there only
+# a near match is a paraphrase.
+UNKNOWN_SHIFT = 0.25
+_WORD = re.compile(r"[^\W\d_]+")
 LEXICAL_WEIGHT = 0.2  # share of the question's terms a context sentence contains
 LACKS_EXPECTED_PENALTY = 0.15  # a sentence without the kind of fact the question asks
 RELATIVE_FLOOR, RELATIVE_FULL = 0.30, 0.10  # needed: within 0.1 of the best sentence
@@ -77,13 +89,21 @@ def _weighted(tokens: Sequence[Token], rarity: RarityFn) -> float:
     return sum(weight(t, rarity) for t in tokens)
 
 
+SimilarityFn = Callable[[str, str], float]
+KnownFn = Callable[[str], bool]
+
+
 def statement_support(
-    statement: str, vector: Vectors, evidence: Evidence, units: Vectors, rarity: RarityFn
+    statement: str, vector: Vectors, evidence: Evidence, units: Vectors, rarity: RarityFn,
+    similarity_of: SimilarityFn | None = None, known: KnownFn | None = None,
 ) -> Support:
     """How far the context supports one statement: closeness to the nearest context
     sentence (or pair of adjacent sentences), times the share of its content words
-    found in the context, divided down for each number or name the context lacks and
-    for facts that occur only in sentences about something else."""
+    found in the context, divided down for each number or name the context lacks, for
+    facts that occur only in sentences about something else, and for words put in
+    place of other words of the context sentence the statement follows, unless
+    ``similarity_of`` (the cosine of two short texts) finds them alike in meaning;
+    ``known`` tells the words the model knows whole, whose cosines mean more."""
     similarities = units @ vector
     nearest = int(np.argmax(similarities)) if len(units) else -1
     similarity = float(similarities[nearest]) if len(units) else 0.0
@@ -103,11 +123,24 @@ def statement_support(
     turned = [name for clause in clauses(statement)
               for name in reversed_comparisons(clause, evidence.comparisons)]
     missing_words = [t for t in missing if t.kind is Kind.WORD]
+    changed = []
+    if similarity_of is not None:
+        for swap in substitutions(statement, tokens, missing, evidence):
+            alike = similarity_of(swap.said, swap.instead)
+            if known is not None and not all(
+                    known(w) for w in _WORD.findall(f"{swap.said} {swap.instead}")):
+                alike -= UNKNOWN_SHIFT
+            if alike < PARAPHRASE_ABOVE:
+                changed.append((swap, alike))
+    # Another fact in the sentence's place counts as a missing one, a near synonym not.
+    changes = float(np.prod([
+        MISSING_FACT_FACTOR + (1.0 - MISSING_FACT_FACTOR)
+        * _ramp(alike, CHANGED_BELOW, PARAPHRASE_ABOVE) for _, alike in changed]))
     # A misplaced fact, a reversed comparison or a denial is evidence against the
     # statement, not a weak relation: it discounts the whole degree.
     degree = supported_degree(grounding(coverage, missing_facts, missing_words, rarity),
                               closeness) \
-        * placement * MISSING_FACT_FACTOR ** (len(turned) + denies)
+        * placement * MISSING_FACT_FACTOR ** (len(turned) + denies) * changes
     parts = [f"closest context similarity {similarity:.2f}"]
     if denies:
         parts.append("the closest context sentence "
@@ -117,6 +150,9 @@ def statement_support(
         parts.append("not in the context: " + ", ".join(t.text for t in missing_facts))
     if coverage < 1.0:
         parts.append(f"{coverage:.0%} of its content words are in the context")
+    if changed:
+        parts.append("says " + ", ".join(f'"{swap.said}" where the context says '
+                                         f'"{swap.instead}"' for swap, _ in changed))
     if turned:
         parts.append("the context compares the other way round: " + ", ".join(turned))
     if misplaced:

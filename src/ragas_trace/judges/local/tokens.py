@@ -50,6 +50,17 @@ def normalise(text: str) -> str:
     return unicodedata.normalize("NFKC", text).casefold().replace("’", "'")
 
 
+def fold_accents(text: str) -> str:
+    """"fiancée" -> "fiancee", "Pérez" -> "Perez": a question or an answer often drops
+    the accents its context has. For matching keys only; the word lists are checked
+    against the text as written."""
+    decomposed = unicodedata.normalize("NFKD", text)
+    if decomposed == text:
+        return text
+    return unicodedata.normalize("NFKC", "".join(
+        c for c in decomposed if not unicodedata.combining(c)))
+
+
 def stem(word: str) -> str:
     """A crude suffix stripper: enough to match patented/patent, Mauern/Mauer."""
     word = word.removesuffix("'s")
@@ -78,9 +89,9 @@ def content_tokens(text: str) -> list[Token]:
         if low in MONTHS and raw[0].isupper():  # "may", "march" are verbs
             tokens.append(Token(raw, low, Kind.NUMBER, m.start()))
         elif raw[0].isupper() and len(raw) > 1 and not _sentence_initial(text, m.start()):
-            tokens.append(Token(raw, stem(low), Kind.NAME, m.start()))
+            tokens.append(Token(raw, stem(fold_accents(low)), Kind.NAME, m.start()))
         elif low not in STOPWORDS and len(low) > 1:
-            tokens.append(Token(raw, stem(low), Kind.WORD, m.start()))
+            tokens.append(Token(raw, stem(fold_accents(low)), Kind.WORD, m.start()))
     for m in _CJK_RUN.finditer(text):
         run = m.group(0)
         grams = [(i, run[i:i + 2]) for i in range(len(run) - 1)] or [(0, run)]

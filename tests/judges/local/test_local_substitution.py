@@ -1,0 +1,149 @@
+"""A statement that follows one context sentence but puts other words in the place of
+the sentence's own says another fact: it is unsupported, though nearly all its words
+are the context's and its embedding barely moves; a near synonym in that place is a
+paraphrase. And a name or word written without the accents its context has is the
+same word. Our own examples, in English, German, French, Spanish and Chinese."""
+
+import pytest
+
+from ragas_trace.judges.local import LocalJudge
+from ragas_trace.judges.local.evidence import build_evidence
+from ragas_trace.judges.local.scoring import GROUNDED_FLOOR
+from ragas_trace.judges.local.substitution import Substitution, substitutions
+from ragas_trace.judges.local.tokens import content_tokens
+from ragas_trace.results import Metric
+
+F = frozenset({Metric.FAITHFULNESS})
+
+# context, one of its sentences restated, the same with common words (not names or
+# numbers, which count as missing facts anyway) of another meaning put in the place of
+# the sentence's own
+CHANGED_WORDS = [
+    ("The Harrow mill stands by the river below the village. Since 1840 it has ground "
+     "wheat for the farms of the upper valley, and it still turns on market days.",
+     "Since 1840 it has ground wheat for the farms of the upper valley, and it still turns "
+     "on market days.",
+     "Since 1840 it has ground gold for the farms of the upper valley, and it still turns "
+     "on market days.",
+     Substitution("gold", "wheat")),
+    ("Die alte Brücke über den Mühlbach wurde im Jahr 1870 aus rotem Sandstein gebaut und "
+     "1950 verbreitert. Heute fahren dort nur noch Fahrräder.",
+     "Die alte Brücke über den Mühlbach wurde im Jahr 1870 aus rotem Sandstein gebaut und "
+     "1950 verbreitert.",
+     "Die alte Brücke über den Mühlbach wurde im Jahr 1870 aus rotem Sandstein gebaut und "
+     "1950 gesperrt.",
+     Substitution("gesperrt", "verbreitert")),
+    # Words the model knows only as pieces: a cosine of 0.41 is noise there, no synonym.
+    ("Der Gemeindebrief von Talheim erscheint seit 1998 jährlich und wird kostenlos an "
+     "alle Haushalte verteilt. Er hat zwölf Seiten.",
+     "Der Gemeindebrief von Talheim erscheint seit 1998 jährlich und wird kostenlos an "
+     "alle Haushalte verteilt.",
+     "Der Gemeindebrief von Talheim erscheint seit 1998 monatlich und wird kostenlos an "
+     "alle Haushalte verteilt.",
+     Substitution("monatlich", "jährlich")),
+    ("La boutique de la place Carnot a ouvert en 1962. Depuis le début, elle vend surtout "
+     "du pain de seigle aux habitants du quartier, et le dimanche des gâteaux.",
+     "Depuis le début, elle vend surtout du pain de seigle aux habitants du quartier, et le "
+     "dimanche des gâteaux.",
+     "Depuis le début, elle vend surtout du vin rouge aux habitants du quartier, et le "
+     "dimanche des gâteaux.",
+     Substitution("vin rouge", "pain de seigle")),
+    ("El tren de Valdehierro sale cada mañana de la estación vieja. Desde 1921 transporta "
+     "sobre todo carbón para las fábricas de la costa, y en verano también viajeros.",
+     "Desde 1921 transporta sobre todo carbón para las fábricas de la costa, y en verano "
+     "también viajeros.",
+     "Desde 1921 transporta sobre todo leche para las fábricas de la costa, y en verano "
+     "también viajeros.",
+     Substitution("leche", "carbón")),
+    ("老街口的小店开了三十年。店主每天早上在河边卖豆腐和油条，下午就关门回家。",
+     "店主每天早上在河边卖豆腐和油条，下午就关门回家。",
+     "店主每天早上在河边卖包子和油条，下午就关门回家。",
+     Substitution("包子", "豆腐")),
+]
+
+
+@pytest.mark.parametrize(("context", "restated", "changed", "expected"), CHANGED_WORDS)
+def test_words_in_place_of_the_sentences_own_are_found(
+        context: str, restated: str, changed: str, expected: Substitution) -> None:
+    evidence = build_evidence([context])
+    tokens = content_tokens(changed)
+    missing = [t for t in tokens if t not in evidence.vocabulary]
+    assert substitutions(changed, tokens, missing, evidence) == [expected]
+    restated_tokens = content_tokens(restated)
+    assert substitutions(restated, restated_tokens, [], evidence) == []
+
+
+@pytest.mark.parametrize(("context", "restated", "changed", "expected"), CHANGED_WORDS)
+def test_a_changed_word_makes_a_long_sentence_unsupported(
+        judge: LocalJudge, context: str, restated: str, changed: str,
+        expected: Substitution) -> None:
+    same = judge.evaluate_sync(None, [context], restated, F)
+    other = judge.evaluate_sync(None, [context], changed, F)
+    assert same.faithfulness is not None and other.faithfulness is not None
+    # One common word in twenty: the share of grounded words alone would keep it ~0.9.
+    assert other.faithfulness < 0.5 <= same.faithfulness, (same, other)
+    assert f'says "{expected.said}" where the context says "{expected.instead}"' \
+        in other.statements[0].reason, other
+
+
+def test_words_added_without_replacing_any_are_not_a_substitution() -> None:
+    context = "The ferry leaves the harbour at noon and reaches the island an hour later."
+    statement = "The ferry leaves the old harbour at noon and reaches the island an hour later."
+    evidence = build_evidence([context])
+    tokens = content_tokens(statement)
+    missing = [t for t in tokens if t not in evidence.vocabulary]
+    assert [t.text for t in missing] == ["old"]
+    assert substitutions(statement, tokens, missing, evidence) == []
+
+
+def test_a_near_synonym_in_the_sentences_place_stays_supported(judge: LocalJudge) -> None:
+    context = ("The Harrow mill stands by the river below the village. It was built in 1840 "
+               "by a family of millers from the upper valley.")
+    result = judge.evaluate_sync(
+        None, [context], "It was constructed in 1840 by a family of millers from the upper "
+        "valley.", F)
+    assert result.faithfulness is not None and result.faithfulness > 0.7, result
+    assert "where the context says" not in result.statements[0].reason, result
+
+
+# question, context, a short answer written without the accents its context has
+UNACCENTED = [
+    ("Who did Arne Holt marry in 1902?",
+     "In 1902 the painter Arne Holt married José Núñez's daughter in Bergen. They moved "
+     "to Oslo a year later.",
+     "Jose Nunez's daughter"),
+    ("Qui a fondé l'atelier de reliure ?",
+     "L'atelier de reliure a été fondé par Hélène Dupré en 1931. Il emploie six "
+     "personnes.",
+     "Helene Dupre"),
+    ("¿Quién dirigió la orquesta en 1950?",
+     "En 1950 la orquesta fue dirigida por Ramón Peña. Antes había tocado el violín en "
+     "Sevilla.",
+     "Ramon Pena"),
+]
+
+
+@pytest.mark.parametrize(("question", "context", "answer"), UNACCENTED)
+def test_a_name_without_its_accents_is_the_contexts_name(
+        judge: LocalJudge, question: str, context: str, answer: str) -> None:
+    result = judge.evaluate_sync(question, [context], answer, F)
+    assert result.faithfulness is not None and result.faithfulness > GROUNDED_FLOOR, result
+    assert "not in the context" not in result.statements[0].reason, result
+
+
+def test_accent_folding_keeps_function_words_out() -> None:
+    assert [t.key for t in content_tokens("Héléne fiancée")] == \
+        [t.key for t in content_tokens("Helene fiancee")]
+    # "für" and "über" are German function words; folded they must not become content.
+    assert [t.text for t in content_tokens("Ein Preis für Kunst über Jahre")] == \
+        ["Preis", "Kunst", "Jahre"]
+
+
+def test_a_synonym_phrase_in_a_copied_sentence_stays_supported(judge: LocalJudge) -> None:
+    context = ("The village fair will be held from 3 to 5 August on the meadow by the church. "
+               "Entry is free.")
+    result = judge.evaluate_sync(
+        None, [context], "The village fair will take place from 3 to 5 August on the meadow "
+        "by the church.", F)
+    assert result.faithfulness is not None and result.faithfulness > 0.7, result
+    assert "where the context says" not in result.statements[0].reason, result
