@@ -4,7 +4,8 @@ without a network (``MockLLM``, plus a scripted one that streams and reports usa
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+import asyncio
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 import pytest
@@ -21,9 +22,11 @@ from llama_index.core.instrumentation.event_handlers import BaseEventHandler
 from llama_index.core.instrumentation.events import BaseEvent
 from llama_index.core.llms import CustomLLM, MockLLM
 from llama_index.core.llms.callbacks import llm_completion_callback
+from llama_index.core.memory import Memory
 from llama_index.core.query_engine import RetrieverQueryEngine
 from llama_index.core.schema import NodeWithScore, QueryBundle, TextNode
 from span_checks import kinds, one
+from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 
 from ragas_trace._internal_errors import internal_error_counts, reset_internal_error_counts
 from ragas_trace.collectors import llamaindex
@@ -129,8 +132,29 @@ def tracing_fixture() -> Iterator[InMemoryTracing]:
     assert internal_error_counts() == {}
 
 
+@pytest.fixture(name="memories")
+def memories_fixture() -> Iterator[Callable[..., Memory]]:
+    """Makes the chat memory LlamaIndex gives a chat engine by default (``Memory`` over
+    an in-memory SQLite database through aiosqlite), on an engine disposed when the
+    test ends. LlamaIndex never closes its own: the aiosqlite connection's worker
+    thread outlives the test, and when the garbage collector finalizes the connection
+    inside a later test's event loop that closes before the thread replies, the thread
+    dies of "Event loop is closed" and fails that test
+    (``PytestUnhandledThreadExceptionWarning``)."""
+    engines: list[AsyncEngine] = []
+
+    def make(**kwargs: Any) -> Memory:
+        engine = create_async_engine("sqlite+aiosqlite:///:memory:")
+        engines.append(engine)
+        return Memory.from_defaults(async_engine=engine, **kwargs)
+
+    yield make
+    for engine in engines:
+        asyncio.run(engine.dispose())
+
+
 __all__ = [
     "ANSWER", "PASSAGES", "QUESTION", "TOKENS", "EchoRetriever", "EventCounter",
     "FailingRetriever", "MockLLM", "ScriptedLLM", "echo_engine", "embed_model", "index",
-    "kinds", "nodes", "one", "tracing_fixture",
+    "kinds", "memories_fixture", "nodes", "one", "tracing_fixture",
 ]

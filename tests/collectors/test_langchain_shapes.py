@@ -629,8 +629,37 @@ def test_message_history_turns_are_requests_of_their_own(tracing: InMemoryTracin
     tracing.clear()
     app.invoke({"input": Q}, config)
 
-    _, record = one_request(tracing.spans())
+    root, record = one_request(tracing.spans())
     assert (record.question, record.answer, passages(record)) == (Q, ANSWER, top(Q, 2))
+    # Given only as ``configurable``, which langchain-core copies into the metadata of
+    # LangSmith's tracer alone: read from the run config.
+    assert root.attributes[sc.SESSION_ID] == "s-1"
+
+
+def test_message_history_session_id_under_ainvoke_and_batch(tracing: InMemoryTracing) -> None:
+    from langchain_core.chat_history import InMemoryChatMessageHistory
+    from langchain_core.prompts import MessagesPlaceholder
+    from langchain_core.runnables.history import RunnableWithMessageHistory
+
+    prompt = ChatPromptTemplate.from_messages([MessagesPlaceholder("history"),
+                                               ("human", "{input}")])
+    histories: dict[str, InMemoryChatMessageHistory] = {}
+    with pytest.warns(DeprecationWarning):
+        app = RunnableWithMessageHistory(
+            prompt | model(*[AIMessage(ANSWER)] * 3) | StrOutputParser(),
+            lambda session_id: histories.setdefault(session_id, InMemoryChatMessageHistory()),
+            input_messages_key="input", history_messages_key="history")
+    handler = RagasCallbackHandler(tracing.provider)
+
+    def config(session: str) -> Any:
+        return {"callbacks": [handler], "configurable": {"session_id": session}}
+
+    asyncio.run(app.ainvoke({"input": Q}, config("a-1")))
+    app.batch([{"input": Q}, {"input": Q}], [config("b-1"), config("b-2")])
+
+    roots = sorted(str(s.attributes[sc.SESSION_ID]) for s in tracing.spans() if s.parent is None)
+    assert roots == ["a-1", "b-1", "b-2"]
+    assert sorted(histories) == ["a-1", "b-1", "b-2"]
 
 
 @pytest.fixture

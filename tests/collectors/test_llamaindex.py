@@ -3,8 +3,11 @@ for query and chat engines, sync and async, and what ``extract_record`` reads ba
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import pytest
 from llama_index.core.instrumentation import get_dispatcher
+from llama_index.core.memory import Memory
 from llama_index.core.query_engine import RetrieverQueryEngine
 from llama_index_instrumentation import Dispatcher
 from llamaindex_fakes import (  # noqa: F401 (the fixture is used by name)
@@ -16,6 +19,7 @@ from llamaindex_fakes import (  # noqa: F401 (the fixture is used by name)
     MockLLM,
     ScriptedLLM,
     index,
+    memories_fixture,
     tracing_fixture,
 )
 from opentelemetry.trace import StatusCode
@@ -141,9 +145,10 @@ def test_retriever_failure_marks_the_root_and_reaches_the_caller(
 
 @pytest.mark.parametrize("mode", ["condense_plus_context", "context"])
 def test_chat_engines_carry_the_users_message_and_their_retrieval(
-        tracing: InMemoryTracing, mode: str) -> None:
+        tracing: InMemoryTracing, memories: Callable[..., Memory], mode: str) -> None:
     llamaindex.instrument(tracing.provider)
-    engine = index().as_chat_engine(chat_mode=mode, llm=ScriptedLLM(), similarity_top_k=2)
+    engine = index().as_chat_engine(chat_mode=mode, llm=ScriptedLLM(), similarity_top_k=2,
+                                    memory=memories())
 
     first = engine.chat("Tell me about cats.")
     second = engine.chat(QUESTION)
@@ -167,9 +172,10 @@ def test_chat_engines_carry_the_users_message_and_their_retrieval(
         assert kinds(later).count(sc.KIND_LLM) == 2
 
 
-async def test_achat_is_captured_like_chat(tracing: InMemoryTracing) -> None:
+async def test_achat_is_captured_like_chat(tracing: InMemoryTracing,
+                                           memories: Callable[..., Memory]) -> None:
     llamaindex.instrument(tracing.provider)
-    engine = index().as_chat_engine(chat_mode="context", llm=ScriptedLLM())
+    engine = index().as_chat_engine(chat_mode="context", llm=ScriptedLLM(), memory=memories())
 
     response = await engine.achat(QUESTION)
 

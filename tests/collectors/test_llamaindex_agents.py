@@ -5,6 +5,7 @@ every retrieval made by its tools, TOOL spans, LLM messages and the session id."
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 
 import pytest
 from llama_index.core.agent.workflow import AgentOutput, AgentWorkflow, ToolCallResult
@@ -22,7 +23,10 @@ from llamaindex_agent_fakes import (
     react_agent,
     tool_calling_llm,
 )
-from llamaindex_fakes import tracing_fixture  # noqa: F401 (the fixture is used by name)
+from llamaindex_fakes import (  # noqa: F401 (the fixtures are used by name)
+    memories_fixture,
+    tracing_fixture,
+)
 from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.trace import StatusCode
 from span_checks import by_kind, one
@@ -234,12 +238,13 @@ def test_twenty_concurrent_agent_requests_are_twenty_traces(tracing: InMemoryTra
     assert installation.open_runs == 0
 
 
-def test_session_id_from_the_agent_memory(tracing: InMemoryTracing) -> None:
+def test_session_id_from_the_agent_memory(tracing: InMemoryTracing,
+                                          memories: Callable[..., Memory]) -> None:
     llamaindex.instrument(tracing.provider)
     agent = function_agent()
 
     async def run() -> None:
-        await agent.run(user_msg=QUESTION, memory=Memory.from_defaults(session_id="user-42"))
+        await agent.run(user_msg=QUESTION, memory=memories(session_id="user-42"))
         await agent.run(user_msg=QUESTION, memory=ChatMemoryBuffer.from_defaults(
             chat_store_key="conversation-7"))
         await agent.run(user_msg=QUESTION, memory=ChatMemoryBuffer.from_defaults())

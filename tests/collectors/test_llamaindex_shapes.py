@@ -24,12 +24,18 @@ from llama_index.core.chat_engine import CondensePlusContextChatEngine
 from llama_index.core.llms import CustomLLM, MockLLM
 from llama_index.core.llms.callbacks import llm_completion_callback
 from llama_index.core.llms.mock import MockFunctionCallingLLM
+from llama_index.core.memory import Memory
 from llama_index.core.prompts import PromptTemplate
 from llama_index.core.query_engine import CitationQueryEngine, RetrieverQueryEngine
 from llama_index.core.schema import NodeWithScore
 from llama_index.core.workflow import Context, Event, StartEvent, StopEvent, Workflow, step
 from llamaindex_agent_fakes import arun, react_agent
-from llamaindex_fakes import EchoRetriever, ScriptedLLM, tracing_fixture  # noqa: F401
+from llamaindex_fakes import (  # noqa: F401 (the fixtures are used by name)
+    EchoRetriever,
+    ScriptedLLM,
+    memories_fixture,
+    tracing_fixture,
+)
 from opentelemetry.sdk.trace import ReadableSpan
 from pydantic import BaseModel
 from span_checks import by_kind, one
@@ -205,9 +211,10 @@ def test_workflow_and_agent_shapes_are_one_request(tracing: InMemoryTracing,
 
 
 def test_condense_plus_context_second_turn_is_its_own_request(
-        tracing: InMemoryTracing) -> None:
+        tracing: InMemoryTracing, memories: Callable[..., Memory]) -> None:
     engine = CondensePlusContextChatEngine.from_defaults(retriever=EchoRetriever(),
-                                                         llm=MockLLM(max_tokens=4))
+                                                         llm=MockLLM(max_tokens=4),
+                                                         memory=memories())
     llamaindex.instrument(tracing.provider)
     engine.chat("Tell me about dogs.")
     first = tracing.by_trace()

@@ -7,9 +7,11 @@ from __future__ import annotations
 import asyncio
 import gc
 import threading
+from collections.abc import Callable
 from typing import Any
 
 import pytest
+from llama_index.core.memory import Memory
 from llamaindex_fakes import (  # noqa: F401 (the fixture is used by name)
     ANSWER,
     QUESTION,
@@ -17,6 +19,7 @@ from llamaindex_fakes import (  # noqa: F401 (the fixture is used by name)
     MockLLM,
     ScriptedLLM,
     index,
+    memories_fixture,
     tracing_fixture,
 )
 from opentelemetry.trace import StatusCode
@@ -188,10 +191,11 @@ async def test_concurrent_async_streams_each_keep_their_llm_span(
 
 
 @pytest.mark.parametrize("mode", ["condense_plus_context", "context"])
-def test_stream_chat_records_the_answer_in_the_trace(tracing: InMemoryTracing,
-                                                     mode: str) -> None:
+def test_stream_chat_records_the_answer_in_the_trace(
+        tracing: InMemoryTracing, memories: Callable[..., Memory], mode: str) -> None:
     llamaindex.instrument(tracing.provider)
-    engine = index().as_chat_engine(chat_mode=mode, llm=ScriptedLLM(), similarity_top_k=2)
+    engine = index().as_chat_engine(chat_mode=mode, llm=ScriptedLLM(), similarity_top_k=2,
+                                    memory=memories())
 
     response = engine.stream_chat(QUESTION)
     tokens = list(response.response_gen)
@@ -208,9 +212,11 @@ def test_stream_chat_records_the_answer_in_the_trace(tracing: InMemoryTracing,
     assert one(spans, sc.KIND_RETRIEVER).parent.span_id == root.context.span_id
 
 
-async def test_astream_chat_records_the_answer_in_the_trace(tracing: InMemoryTracing) -> None:
+async def test_astream_chat_records_the_answer_in_the_trace(
+        tracing: InMemoryTracing, memories: Callable[..., Memory]) -> None:
     llamaindex.instrument(tracing.provider)
-    engine = index().as_chat_engine(chat_mode="condense_plus_context", llm=ScriptedLLM())
+    engine = index().as_chat_engine(chat_mode="condense_plus_context", llm=ScriptedLLM(),
+                                    memory=memories())
 
     response = await engine.astream_chat(QUESTION)
     tokens = [t async for t in response.async_response_gen()]
@@ -240,7 +246,8 @@ def test_stream_dropped_unread_ends_as_abandoned(tracing: InMemoryTracing) -> No
 
 
 def test_chat_stream_whose_writer_finishes_before_the_call_returns(
-        tracing: InMemoryTracing, monkeypatch: pytest.MonkeyPatch) -> None:
+        tracing: InMemoryTracing, memories: Callable[..., Memory],
+        monkeypatch: pytest.MonkeyPatch) -> None:
     # Force the race's other order: LlamaIndex's writer thread runs to its end inside
     # stream_chat, before the engine call returns.
     from llama_index.core.chat_engine import context as context_engine
@@ -254,7 +261,7 @@ def test_chat_stream_whose_writer_finishes_before_the_call_returns(
 
     monkeypatch.setattr(context_engine, "Thread", InlineThread)
     llamaindex.instrument(tracing.provider)
-    engine = index().as_chat_engine(chat_mode="context", llm=ScriptedLLM())
+    engine = index().as_chat_engine(chat_mode="context", llm=ScriptedLLM(), memory=memories())
 
     response = engine.stream_chat(QUESTION)
     assert "".join(response.response_gen) == ANSWER

@@ -1,9 +1,9 @@
 """``RagasCallbackHandler``: one OpenTelemetry trace per LangChain root run.
 
-Spans are made for the root run (CHAIN, with question, answer and the LangGraph
-thread as ``session.id``), each retriever run (RETRIEVER, with its passages), each
-tool call (TOOL, with its input and output) and each model call (LLM, with model,
-token usage, prompt and completion messages). A direct vector-store search reaches
+Spans are made for the root run (CHAIN, with question, answer and the conversation
+id as ``session.id``), each retriever run (RETRIEVER, with its passages), each tool
+call (TOOL, with its input and output) and each model call (LLM, with model, token
+usage, prompt and completion messages). A direct vector-store search reaches
 the handler as a retriever run too (``_vector_stores`` wraps the search methods).
 Passages that arrive without a retriever run (a tool's artifact, Documents a graph
 node writes into its state) get a RETRIEVER span too; a request with no passages at
@@ -24,6 +24,7 @@ from uuid import UUID
 
 from langchain_core.callbacks import BaseCallbackHandler
 from langchain_core.documents import Document
+from langchain_core.runnables.config import var_child_runnable_config
 from opentelemetry import context as otel_context
 from opentelemetry import trace
 from opentelemetry.context import _SUPPRESS_INSTRUMENTATION_KEY
@@ -135,7 +136,12 @@ class RagasCallbackHandler(BaseCallbackHandler):
                        metadata: dict[str, Any] | None = None, **kwargs: Any) -> None:
         try:
             name = _run_name(serialized, kwargs, "chain")
-            if parent_run_id is not None and self._runs.link(run_id.int, parent_run_id.int):
+            parent = (self._runs.link(run_id.int, parent_run_id.int)
+                      if parent_run_id is not None else None)
+            if parent is not None:
+                root = parent.root
+                if not root.session_looked_up:
+                    _session_from_config(root, parent_run_id)
                 # A step inside a request (a graph node, a task): its name and start
                 # name the passages it may return.
                 if len(self._steps) >= self._max_steps:
@@ -294,7 +300,10 @@ class RagasCallbackHandler(BaseCallbackHandler):
             run.attrs = self._chain_attributes(name).copy()
             run.attrs.update(attributes.input_attributes(question))
             if metadata:
-                run.attrs.update(attributes.session_attributes(_values.session_of(metadata)))
+                session = _values.session_of(metadata)
+                if session is not None:
+                    run.attrs.update(attributes.session_attributes(session))
+                    run.session_looked_up = True
         run.ctx = ctx
         self._evict(self._runs.add_root(run))
 
@@ -438,6 +447,23 @@ def _with_scores(build: _Build, scores: Sequence[float], documents: Any) -> dict
     attrs = build(documents)
     _vector_stores.score_attributes(attrs, scores)
     return attrs
+
+
+def _session_from_config(root: Run, parent_run_id: UUID | None) -> None:
+    """A session id given only in the run config's ``configurable`` (the
+    ``session_id`` of ``RunnableWithMessageHistory``): langchain-core copies
+    configurable values into run metadata for LangSmith's tracer alone, and a root's
+    own start callback runs before its config is made current. So it is read from the
+    config current when a child chain starts, once that config is the one its parent
+    run made for its children (its callback manager names the parent): a ``batch``
+    starts children outside it, in the caller's config."""
+    config = var_child_runnable_config.get()
+    if config is None or getattr(config.get("callbacks"), "parent_run_id", None) != parent_run_id:
+        return
+    root.session_looked_up = True
+    configurable = config.get("configurable")
+    if configurable and not root.suppressed:
+        root.attrs.update(attributes.session_attributes(_values.session_of(configurable)))
 
 
 def _run_name(serialized: Mapping[str, Any] | None, kwargs: Mapping[str, Any],

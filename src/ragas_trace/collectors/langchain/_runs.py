@@ -37,7 +37,8 @@ class Run:
 
     __slots__ = ("_child_context", "_root", "attrs", "children", "ctx", "emitted", "end_ns",
                  "error", "evicted", "name", "open_children", "parent", "question_known",
-                 "retrieved", "run_id", "span", "start_ns", "started", "streaming", "suppressed")
+                 "retrieved", "run_id", "session_looked_up", "span", "start_ns", "started",
+                 "streaming", "suppressed")
 
     def __init__(self, run_id: int, root: Run | None, parent: Run | None = None,
                  name: str = "", attrs: dict[str, Any] | None = None,
@@ -67,6 +68,8 @@ class Run:
         self.emitted = False
         self.streaming = False
         self.question_known = False
+        # Root only: its session id was found, or looked for in its run config.
+        self.session_looked_up = False
         # Root only: the document lists recorded so far, so that the same passages
         # arriving again (a tool's artifact, a state snapshot) are not counted twice.
         self.retrieved: list[Any] = []
