@@ -122,7 +122,7 @@ def test_faithfulness_alert_fires_with_drift_and_not_without(demos: dict[str, An
                      + " | ".join((demos["dir"] / f"{name}.log").read_text()[-1500:]
                                   for name in demos["procs"]))
         assert fired is not None, f"{ALERT} did not fire within {DEADLINE_S:.0f} s; {situation}"
-        assert float(fired["value"]) > 4  # standard errors below the 0.5 floor
+        assert float(fired["value"]) > 4.2  # standard errors below the 0.5 floor (its threshold)
         assert fired["labels"]["app"] == "marrowick-guide"
         assert fired["labels"]["judge"].startswith("local:")
         # The steady demo was scored all along, far above the floor.
