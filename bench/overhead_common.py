@@ -1,10 +1,14 @@
 """What the two collector-overhead benchmarks share: the discarding exporter every
 configuration exports to, the replay of a request's spans straight on the SDK (the
-floor), and the arithmetic of the report."""
+floor), the arithmetic of the report, and counting instructions under valgrind."""
 
 from __future__ import annotations
 
+import ctypes
+import re
+import shutil
 import statistics
+import subprocess
 from collections.abc import Callable, Collection, Sequence
 from pathlib import Path
 
@@ -88,3 +92,31 @@ def print_peer_ratios(ours: float, added: dict[str, float]) -> None:
           f"{'met' if ours <= cheaper / 5 else 'NOT met'}")
     for name, cost in peers.items():
         print(f"({name}) / (b) = {cost / ours:.1f}x")
+
+
+def run_counted(invoke: Callable[[], object], n: int) -> None:
+    """Call ``invoke`` ``n`` times inside a ctypes callback: ``count_instructions``
+    has callgrind count only what runs inside ``ffi_call``, so imports, set-up and
+    warm-up are left out."""
+    def block() -> None:
+        for _ in range(n):
+            invoke()
+
+    ctypes.CFUNCTYPE(None)(block)()
+
+
+def count_instructions(command: list[str]) -> int:
+    """Instructions executed inside ``run_counted`` by ``command`` (a Python process),
+    under valgrind's callgrind. A count, unlike a time, does not depend on what else
+    the machine runs, so the ratios it gives are steady on a shared machine."""
+    valgrind = shutil.which("valgrind")
+    if valgrind is None:
+        raise SystemExit("--instructions needs valgrind (apt-get install valgrind)")
+    done = subprocess.run(
+        [valgrind, "--tool=callgrind", "--callgrind-out-file=/dev/null",
+         "--toggle-collect=ffi_call*", *command],
+        capture_output=True, text=True, check=True)
+    found = re.search(r"Collected\s*:\s*(\d+)", done.stderr)
+    if found is None:
+        raise RuntimeError(f"no instruction count from callgrind: {done.stderr[-500:]}")
+    return int(found.group(1))
