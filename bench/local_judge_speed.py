@@ -93,7 +93,8 @@ def _save(result: dict[str, Any], args: argparse.Namespace) -> None:
                         "label": "Local judge: peak RSS of a process scoring the "
                                  f"{args.records} WikiEval records"},
         f"records_per_s_{args.threads}_threads": {
-            "value": result["records_per_s_median"], "unit": "records/s", "target": "≥ 5",
+            "value": result["records_per_s_median"], "unit": "records/s",
+            "target": "≥ 5" if result["records_per_s_median"] >= 5 else "≥ 5 (not met)",
             "label": f"Local judge, {args.threads} threads, fresh process (median of "
                      f"{args.repeats})"},
         f"cpu_ms_per_record_{args.threads}_threads": {
