@@ -167,6 +167,9 @@ def setup_lower_bound(app: Any, request: Any) -> Invoke:
     return lambda: app.invoke(request, config=config)
 
 
+SHAPE_TITLES = {"chain": "LCEL RAG chain",
+                "agent": "create_agent, 2 model calls, 1 retrieval tool"}
+
 CONFIGS: dict[str, Callable[[Any, Any], Invoke]] = {
     "base": setup_base,
     "a": setup_noop,
@@ -246,7 +249,6 @@ def measure_instructions(names: list[str], shape: str, n: int) -> dict[str, floa
 
 
 def report_instructions(shape: str, per_invoke: dict[str, float]) -> dict[str, dict[str, Any]]:
-    what = {"chain": "LCEL RAG chain", "agent": "create_agent, 2 model calls, 1 retrieval tool"}
     base = per_invoke["base"]
     added = {n: v - base for n, v in per_invoke.items() if n not in ("base", "spans")}
     floor = added["a"] + per_invoke["spans"]
@@ -261,21 +263,21 @@ def report_instructions(shape: str, per_invoke: dict[str, float]) -> dict[str, d
         f"{shape}.instructions.floor_ratio": {
             "value": round(added["b"] / floor, 2), "target": _target("<= 1.3", added["b"] / floor),
             "baseline": "no-op handler + the same spans on the bare SDK",
-            "label": f"{what[shape]}: ragas-trace instructions / floor's"}}
+            "label": f"{SHAPE_TITLES[shape]}: ragas-trace instructions / floor's"}}
     peers = [added[n] for n in ("c", "d") if n in added]
     if peers:
         ratio = added["b"] / min(peers)
         figures[f"{shape}.instructions.peer_ratio"] = {
             "value": round(ratio, 3), "target": _target("<= 0.2", ratio),
             "baseline": "the cheaper of OpenInference and OpenLLMetry, instructions per invoke",
-            "label": f"{what[shape]}: ragas-trace instructions / cheapest peer's"}
+            "label": f"{SHAPE_TITLES[shape]}: ragas-trace instructions / cheapest peer's"}
         if "lb" in added:
             # What the lower-bound handler (lb) gets: the best any handler making
             # these spans could do against the same peer.
             figures[f"{shape}.instructions.lower_bound_peer_ratio"] = {
                 "value": round(added["lb"] / min(peers), 3),
                 "baseline": "the cheaper of OpenInference and OpenLLMetry, instructions per invoke",
-                "label": f"{what[shape]}: lower-bound handler (lb) instructions / cheapest "
+                "label": f"{SHAPE_TITLES[shape]}: lower-bound handler (lb) instructions / cheapest "
                          "peer's"}
     return figures
 
@@ -406,32 +408,31 @@ def report(title: str, samples: dict[str, list[float]], spans_per_invoke: dict[s
 
 def figures_of(shape: str, cpu: dict[str, float]) -> dict[str, dict[str, Any]]:
     """The CPU-time figures of one shape, for bench/results/langchain_overhead.json."""
-    what = {"chain": "LCEL RAG chain", "agent": "create_agent, 2 model calls, 1 retrieval tool"}
     figures: dict[str, dict[str, Any]] = {
         f"{shape}.base_us": {"value": round(cpu["base"]), "unit": "µs",
-                             "label": f"{what[shape]}: invoke with no callbacks (CPU)"},
+                             "label": f"{SHAPE_TITLES[shape]}: invoke with no callbacks (CPU)"},
         f"{shape}.ragas_trace_added_us": {
             "value": round(cpu["b"]), "unit": "µs", "baseline": "no callbacks",
-            "label": f"{what[shape]}: added by RagasCallbackHandler (CPU per invoke)"},
+            "label": f"{SHAPE_TITLES[shape]}: added by RagasCallbackHandler (CPU per invoke)"},
         f"{shape}.floor_ratio": {
             "value": round(cpu["b"] / cpu["floor"], 2),
             "target": _target("<= 1.3", cpu["b"] / cpu["floor"]),
             "baseline": "no-op handler + the same spans on the bare SDK",
-            "label": f"{what[shape]}: ragas-trace cost / floor"},
+            "label": f"{SHAPE_TITLES[shape]}: ragas-trace cost / floor"},
     }
     peers = {"c": "openinference", "d": "openllmetry"}
     for name, peer in peers.items():
         if name in cpu:
             figures[f"{shape}.{peer}_added_us"] = {
                 "value": round(cpu[name]), "unit": "µs", "baseline": "no callbacks",
-                "label": f"{what[shape]}: added by {LABELS[name][4:]} (CPU per invoke)"}
+                "label": f"{SHAPE_TITLES[shape]}: added by {LABELS[name][4:]} (CPU per invoke)"}
     measured = [cpu[n] for n in peers if n in cpu]
     if measured:
         figures[f"{shape}.peer_ratio"] = {
             "value": round(cpu["b"] / min(measured), 3),
             "target": _target("<= 0.2", cpu["b"] / min(measured)),
             "baseline": "the cheaper of OpenInference and OpenLLMetry",
-            "label": f"{what[shape]}: ragas-trace cost / cheapest peer's"}
+            "label": f"{SHAPE_TITLES[shape]}: ragas-trace cost / cheapest peer's"}
     return figures
 
 
