@@ -2,6 +2,7 @@
 
 import asyncio
 import threading
+import time
 
 import pytest
 
@@ -263,6 +264,37 @@ def test_concurrent_records_get_the_same_scores_as_sequential_ones(judge: LocalJ
 
     for i, scores in enumerate(asyncio.run(together())):
         assert scores.results == sequential[i % 3].results  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_records_are_scored_as_many_at_once_as_the_model_has_threads(threads: int) -> None:
+    # While one record is scored in Python, another's model runs keep the cores busy;
+    # more records at once than model threads would only queue for the model.
+    lock = threading.Lock()
+    inside: list[int] = []
+    most = 0
+
+    class Counting(Embedder):
+        def start(self, texts):  # type: ignore[no-untyped-def]
+            nonlocal most
+            with lock:
+                inside.append(threading.get_ident())
+                most = max(most, len(inside))
+            try:
+                time.sleep(0.2)  # long enough for every waiting record to arrive
+                return super().start(texts)
+            finally:
+                with lock:
+                    inside.remove(threading.get_ident())
+
+    judge = LocalJudge(embedder=Counting(threads=threads, cache_size=0))
+
+    async def four() -> None:
+        await asyncio.gather(*(judge.evaluate(QUESTION, [CONTEXT], ANSWER) for _ in range(4)))
+        await judge.aclose()
+
+    asyncio.run(four())
+    assert most == threads
 
 
 @pytest.mark.parametrize("threads", [1, 2])  # a run on the caller, or on a worker

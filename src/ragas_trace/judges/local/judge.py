@@ -2,8 +2,10 @@
 
 All texts of a record are embedded in one call (deduplicated, batched), started
 before the context's tokens are prepared so that the two overlap when the embedder
-has worker threads; the record is scored on the judge's own worker thread, so that
-the scorer's event loop is never blocked.
+has worker threads. Records are scored on the judge's own worker threads, so that
+the scorer's event loop is never blocked; there are as many as the embedder has
+model runs at once, so that while one record is scored in Python (which holds the
+GIL) the model runs of another keep the cores busy.
 """
 
 from __future__ import annotations
@@ -80,7 +82,7 @@ class LocalJudge:
         self._embedder.load()
 
     async def aclose(self) -> None:
-        """Stop the worker thread (a later ``evaluate`` starts a new one)."""
+        """Stop the worker threads (a later ``evaluate`` starts a new one)."""
         with self._executor_lock:
             executor, self._executor = self._executor, None
         if executor is not None:
@@ -93,11 +95,14 @@ class LocalJudge:
         answer: str | None,
         metrics: frozenset[Metric] = ALL_METRICS,
     ) -> Scores:
-        # A worker of our own: records wait for the model there, not in the event
-        # loop's default executor, which other work of the scorer may need.
+        # Workers of our own: records wait for the model there, not in the event
+        # loop's default executor, which other work of the scorer may need. One per
+        # model run the embedder allows: more records at once would only queue for
+        # the model, holding their texts in memory meanwhile.
         with self._executor_lock:
             if self._executor is None:
-                self._executor = ThreadPoolExecutor(1, thread_name_prefix="ragas-local-judge")
+                self._executor = ThreadPoolExecutor(self._embedder.threads,
+                                                    thread_name_prefix="ragas-local-judge")
             executor = self._executor
         return await asyncio.get_running_loop().run_in_executor(
             executor, self.evaluate_sync, question, contexts, answer, metrics)
