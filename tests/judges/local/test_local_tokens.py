@@ -32,6 +32,13 @@ def test_months_are_dates_but_may_and_march_the_verbs_are_not() -> None:
         ("open", "word"), ("may", "number"), ("1994", "number"), ("march", "word")]
 
 
+def test_a_word_after_an_opening_question_or_exclamation_mark_starts_a_sentence() -> None:
+    # "¿Quién ...?" asks; it names nobody. A name later in the question still counts.
+    assert [k for k in kinds("¿Quién fundó la ciudad de Valdoria?") if k[1] == "name"] == [
+        ("valdoria", "name")]
+    assert "name" not in {kind for _, kind in kinds("¡Nunca! Dijo el alcalde.")[:1]}
+
+
 def test_number_forms_are_normalised() -> None:
     keys = [t.key for t in content_tokens("1,500 people; minus 2 degrees; -3; 1-0; 365.2422")]
     assert keys == ["1500", "peopl", "-2", "degre", "-3", "1-0", "365.2422"]

@@ -102,7 +102,7 @@ def content_tokens(text: str) -> list[Token]:
 def _sentence_initial(text: str, at: int) -> bool:
     # A bounded look back: copying the whole prefix per token is quadratic.
     start = max(0, at - 64)
-    before = text[start:at].rstrip(" \t\"'“‘«(")
+    before = text[start:at].rstrip(" \t\"'“‘«(¿¡")  # "¿Quién ...?" opens a sentence
     if not before:
         return start == 0
     return before[-1] in ".!?:;\n…。！？"
