@@ -78,6 +78,9 @@ FRAME_FLOOR, FRAME_ENOUGH = 0.15, 0.40  # absolute: the sentence is about the qu
 # its own.
 SLOT_TAU, SLOT_TAU_CJK = 3.0, 6.0
 SLOT_NONE, SLOT_FULL = 0.5, 0.9
+# A rival nearer in the sentence that answers is less against the answer than standing
+# in a sentence that does not: it keeps this much of the sentence's fit.
+SLOT_FLOOR = 0.1
 # A punctuation mark between two tokens bounds a phrase: it counts as one more token.
 PHRASE_GAP = 1.0
 _PHRASE_MARK = re.compile(r"[,;:()\[\]—–，、；：（）]")
@@ -214,7 +217,7 @@ def framed_support(question: str, q_vector: Vectors, answer: str, evidence: Evid
     kind_fit, unlike = _kind_fit(kinds, answer_tokens)
     echoes = alternatives(question) is None and all(t.key in asked.keys for t in answer_tokens)
     degree = supported_degree(grounded, 0.0 if echoes else
-                              fit * _ramp(slot, SLOT_NONE, SLOT_FULL) * kind_fit)
+                              fit * _slotted(slot) * kind_fit)
     parts = [f"read with the question; the context sentence holding it matches the "
              f"question {frames[at]:.2f} (best sentence {best:.2f}); "
              f"{nearness:.0%} of the question's terms found there are near the answer"]
@@ -249,6 +252,10 @@ def _nearness(sentence: ContextSentence, answer_keys: set[str], question_tokens:
     if not total:
         return 1.0
     return sum(wanted[k] for k, d in distance.items() if d <= window) / total
+
+
+def _slotted(slot: float) -> float:
+    return SLOT_FLOOR + (1.0 - SLOT_FLOOR) * _ramp(slot, SLOT_NONE, SLOT_FULL)
 
 
 def _kind_fit(kinds: frozenset[Expects], answer_tokens: list[Token]) -> tuple[float, str]:
