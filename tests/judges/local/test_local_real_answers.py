@@ -55,6 +55,97 @@ def test_a_short_answer_is_grounded_in_the_questions_frame(
     assert good.statements[0].supported and not bad.statements[0].supported
 
 
+# question, context, right short answer, another name or number of the very sentence
+# that holds it (every word is in the context, but not in the question's slot), and
+# what the reason names as standing in the slot instead
+SAME_SENTENCE = [
+    ("Who designed the Halvik bridge?",
+     "The engineer Maja Berg designed the Halvik bridge in 1929, and the mayor, Oskar "
+     "Lind, opened it to traffic two years later. It has fourteen arches.",
+     "Maja Berg", "Oskar Lind", "Maja Berg"),
+    ("Wann wurde die Brücke von Halvik eröffnet?",
+     "Die 1931 eröffnete Brücke von Halvik erhielt nach langen Verhandlungen der "
+     "Gemeinde 1978 zwei weitere Fahrspuren. Sie hat vierzehn Bögen.",
+     "1931", "1978", "1931"),
+    ("Qui a dessiné le pont de Halvik ?",
+     "L'ingénieure Claire Fontaine a dessiné le pont de Halvik, que le maire Paul Girard "
+     "a inauguré en 1931. Il compte quatorze arches.",
+     "Claire Fontaine", "Paul Girard", "Claire Fontaine"),
+    ("¿Quién diseñó el puente de Halvik?",
+     "La ingeniera Elena Marín diseñó el puente de Halvik, que el alcalde Tomás Ruiz "
+     "inauguró en 1931. Tiene catorce arcos.",
+     "Elena Marín", "Tomás Ruiz", "Elena Marín"),
+    ("青石桥是哪一年建成的？",
+     "青石桥于1923年由石匠王立山主持建成，经过多年使用后在1961年进行了一次大修。桥全长86米。",
+     "1923年", "1961年", "1923"),
+]
+
+
+@pytest.mark.parametrize(("question", "context", "right", "wrong", "named"), SAME_SENTENCE)
+def test_a_short_answer_in_another_slot_of_the_sentence_is_unsupported(
+        judge: LocalJudge, question: str, context: str, right: str, wrong: str, named: str
+) -> None:
+    good = judge.evaluate_sync(question, [context], right, frozenset({F}))
+    bad = judge.evaluate_sync(question, [context], wrong, frozenset({F}))
+    assert good.result(F).value is not None and bad.result(F).value is not None
+    assert good.result(F).value >= 0.5 > bad.result(F).value, (good, bad)
+    assert good.statements[0].supported and not bad.statements[0].supported
+    # The reason names what stands in the question's slot instead.
+    assert f'"{named}" stands nearer the question\'s terms' in bad.statements[0].reason
+
+
+# question, context, the answer, a short answer made of the question's own terms
+ECHOES = [
+    ("Who commissioned the Varnholm lighthouse?",
+     "The Varnholm lighthouse was commissioned by the harbour board in 1868.",
+     "the harbour board", "Varnholm lighthouse"),
+    ("Wer ließ den Leuchtturm von Varnholm bauen?",
+     "Den Leuchtturm von Varnholm ließ die Hafenbehörde 1868 bauen.",
+     "die Hafenbehörde", "Varnholm"),
+    ("¿Quién encargó el faro de Varnholm?",
+     "El faro de Varnholm lo encargó la junta del puerto en 1868.",
+     "la junta del puerto", "faro de Varnholm"),
+]
+
+
+@pytest.mark.parametrize(("question", "context", "right", "echo"), ECHOES)
+def test_a_short_answer_that_repeats_the_question_asserts_nothing(
+        judge: LocalJudge, question: str, context: str, right: str, echo: str) -> None:
+    good = judge.evaluate_sync(question, [context], right, frozenset({F}))
+    bad = judge.evaluate_sync(question, [context], echo, frozenset({F}))
+    assert good.statements[0].supported and not bad.statements[0].supported, (good, bad)
+    assert "repeats the question" in bad.statements[0].reason
+
+
+def test_choosing_one_alternative_the_question_names_is_not_an_echo(judge: LocalJudge) -> None:
+    scores = judge.evaluate_sync("Is the Varnholm tower made of granite or limestone?",
+                                 ["The Varnholm tower is made of granite from the cape."],
+                                 "granite", frozenset({F}))
+    assert scores.statements[0].supported, scores
+
+
+# question, context, the answer, a word of the same sentence of another kind than asked
+OTHER_KIND = [
+    ("When did the Halvik ferry start service?",
+     "The Halvik ferry started service in 1958 with boats from Kalmbach.", "1958", "boats"),
+    ("Wann nahm die Fähre von Halvik den Betrieb auf?",
+     "Die Fähre von Halvik nahm 1958 mit Booten aus Kalmbach den Betrieb auf.",
+     "1958", "mit Booten"),
+    ("¿Cuándo empezó a funcionar el ferry de Halvik?",
+     "El ferry de Halvik empezó a funcionar en 1958 con barcos de Kalmbach.", "1958", "barcos"),
+]
+
+
+@pytest.mark.parametrize(("question", "context", "right", "wrong"), OTHER_KIND)
+def test_an_answer_of_another_kind_than_asked_scores_lower(
+        judge: LocalJudge, question: str, context: str, right: str, wrong: str) -> None:
+    good = judge.evaluate_sync(question, [context], right, frozenset({F}))
+    bad = judge.evaluate_sync(question, [context], wrong, frozenset({F}))
+    assert good.result(F).value is not None and bad.result(F).value is not None
+    assert good.result(F).value > bad.result(F).value, (good, bad)
+    assert "no number or date" in bad.statements[0].reason
+
+
 # question, context, statement as the context has it, the same statement turned round
 NEGATIONS = [
     ("Is Ferrovia Alta involved in the tunnel project?",

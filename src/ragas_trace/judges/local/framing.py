@@ -5,11 +5,18 @@ did the bridge open?" the answer "1931" states that the bridge opened in 1931. S
 short answer is one statement, shown as "question: answer", and it is grounded when
 the context holds the answer's facts in a sentence that also answers the question:
 the answer's tokens must be there, and that sentence must be (about) the context's
-best match for the question, by embedding and by the question's own terms.
+best match for the question, by embedding and by the question's own terms. Within
+that sentence the answer must stand in the question's slot: nearer the question's
+terms than the sentence's other names or numbers of its kind (to "Who designed the
+bridge?", "Maja Berg" in "The engineer Maja Berg designed the bridge in 1929, and the
+mayor, Oskar Lind, opened it two years later", not "Oskar Lind"); it should be of the
+kind asked for (a number for "when"), and an answer that only repeats the question's
+terms asserts nothing.
 """
 
 from __future__ import annotations
 
+import bisect
 import math
 import re
 from collections.abc import Callable
@@ -25,8 +32,13 @@ from ragas_trace.judges.local.evidence import (
 from ragas_trace.judges.local.lexicon import (
     ARTICLES,
     CJK_FUNCTION_CHARS,
+    CJK_NUMERALS,
     CJK_QUESTION_CHARS,
+    NUMBER_WORDS,
     STOPWORDS,
+    Expects,
+    alternatives,
+    capitalises_nouns,
     expectations,
 )
 from ragas_trace.judges.local.scoring import (
@@ -60,6 +72,21 @@ WINDOW_TOKENS, WINDOW_TOKENS_CJK = 6, 12
 # question to count in full, and is not counted beyond 0.25 below it.
 FRAME_FULL, FRAME_NONE = 0.05, 0.25
 FRAME_FLOOR, FRAME_ENOUGH = 0.15, 0.40  # absolute: the sentence is about the question
+# The answer's slot: distances in content tokens to the question's terms decay as
+# 1 / (1 + (d - 1) / tau); an answer at most SLOT_NONE as near them as another name or
+# number of its kind in the same sentence is in that one's slot, from SLOT_FULL on in
+# its own.
+SLOT_TAU, SLOT_TAU_CJK = 3.0, 6.0
+SLOT_NONE, SLOT_FULL = 0.5, 0.9
+# A rival nearer in the sentence that answers is less against the answer than standing
+# in a sentence that does not: it keeps this much of the sentence's fit.
+SLOT_FLOOR = 0.1
+# A punctuation mark between two tokens bounds a phrase: it counts as one more token.
+PHRASE_GAP = 1.0
+_PHRASE_MARK = re.compile(r"[,;:()\[\]—–，、；：（）]")
+# An answer of another kind than the question asks for ("dukes" to "When ...?"): a
+# weak factor only, since answers of other kinds can be right ("after the war").
+KIND_MISS = 0.8
 
 
 @dataclass(frozen=True, slots=True)
@@ -181,16 +208,31 @@ def framed_support(question: str, q_vector: Vectors, answer: str, evidence: Evid
         * _ramp(frames[at], FRAME_FLOOR, FRAME_ENOUGH)
     nearness = _nearness(evidence.sentences[at], answer_keys, question_tokens, specific,
                          WINDOW_TOKENS_CJK if cjk else WINDOW_TOKENS)
-    relation = placement * (0.5 + 0.5 * nearness)
-    degree = supported_degree(grounded, relation)
+    slot, rival = _slot(evidence.sentences[at], answer_tokens, asked, question_tokens,
+                        specific, SLOT_TAU_CJK if cjk else SLOT_TAU)
+    # The sentence's fit, which answer relevance reads too; the slot within it, the
+    # kind of fact and an answer that only repeats the question are matters of
+    # faithfulness only: what the statement asserts.
+    fit = placement * (0.5 + 0.5 * nearness)
+    kind_fit, unlike = _kind_fit(kinds, answer_tokens)
+    echoes = alternatives(question) is None and all(t.key in asked.keys for t in answer_tokens)
+    degree = supported_degree(grounded, 0.0 if echoes else
+                              fit * _slotted(slot) * kind_fit)
     parts = [f"read with the question; the context sentence holding it matches the "
              f"question {frames[at]:.2f} (best sentence {best:.2f}); "
              f"{nearness:.0%} of the question's terms found there are near the answer"]
+    if echoes:
+        parts.append("the answer only repeats the question's own terms")
+    if unlike:
+        parts.append(unlike)
+    if rival:
+        parts.append(f'"{rival}" stands nearer the question\'s terms there '
+                     f"(the answer {slot:.0%} as near)")
     if missing_facts:
         parts.append("not in the context: " + ", ".join(t.text for t in missing_facts))
     if coverage < 1.0:
         parts.append(f"{coverage:.0%} of its content words are in the context")
-    return FramedSupport(degree, min(1.0, frames[at]), "; ".join(parts), grounded * relation)
+    return FramedSupport(degree, min(1.0, frames[at]), "; ".join(parts), grounded * fit)
 
 
 def _nearness(sentence: ContextSentence, answer_keys: set[str], question_tokens: list[Token],
@@ -210,6 +252,85 @@ def _nearness(sentence: ContextSentence, answer_keys: set[str], question_tokens:
     if not total:
         return 1.0
     return sum(wanted[k] for k, d in distance.items() if d <= window) / total
+
+
+def _slotted(slot: float) -> float:
+    return SLOT_FLOOR + (1.0 - SLOT_FLOOR) * _ramp(slot, SLOT_NONE, SLOT_FULL)
+
+
+def _kind_fit(kinds: frozenset[Expects], answer_tokens: list[Token]) -> tuple[float, str]:
+    """A weak factor for an answer of another kind than the question asks for ("dukes"
+    to "When ...?", "1066" to "Who ...?"), with what it lacks; (1.0, "") when it fits
+    or the question asks for no kind."""
+    numbers = [t for t in answer_tokens if t.kind is Kind.NUMBER]
+    if Expects.NUMBER in kinds and not numbers and not any(
+            normalise(t.text) in NUMBER_WORDS or CJK_NUMERALS.intersection(t.text)
+            for t in answer_tokens):
+        return KIND_MISS, "no number or date, which the question asks for"
+    if Expects.NAME in kinds and not any(t.kind is Kind.NAME for t in answer_tokens):
+        return KIND_MISS, "no name, which the question asks for"
+    return 1.0, ""
+
+
+def _closeness(positions: list[int], tokens: tuple[Token, ...], marks: list[int],
+               wanted: dict[str, float], tau: float) -> float | None:
+    """How near the tokens at ``positions`` stand to the question's terms in the
+    sentence: the weighted mean, over those terms, of 1 / (1 + (distance - 1) / tau)
+    (1.0 when every term is adjacent), where each punctuation mark between them
+    (``marks``: how many stand before each token) counts as ``PHRASE_GAP`` tokens;
+    ``None`` when the sentence has none of them."""
+    distance: dict[str, float] = {}
+    for i, t in enumerate(tokens):
+        if t.key in wanted:
+            distance[t.key] = min(distance.get(t.key, float(len(tokens) * (1 + PHRASE_GAP))),
+                                  min(abs(i - j) + PHRASE_GAP * abs(marks[i] - marks[j])
+                                      for j in positions))
+    total = sum(wanted[k] for k in distance)
+    if not total:
+        return None
+    return sum(wanted[k] / (1.0 + (d - 1) / tau) for k, d in distance.items()) / total
+
+
+def _slot(sentence: ContextSentence, answer_tokens: list[Token], asked: Vocabulary,
+          question_tokens: list[Token], weigh: Callable[[Token], float], tau: float
+          ) -> tuple[float, str]:
+    """Whether the answer sits in the sentence's slot for the question: how near its
+    names or numbers stand to the question's terms, relative to the nearest other name
+    or number of the same kind in that sentence (the sliding-window heuristic of
+    extractive QA), with that rival's text when it stands nearer (1.0 and "" when
+    the sentence has no rival or none of the question's terms)."""
+    kind = next((k for k in (Kind.NUMBER, Kind.NAME)
+                 if any(t.kind is k for t in answer_tokens)), None)
+    if kind is None or (kind is Kind.NAME and capitalises_nouns(sentence.text)):
+        return 1.0, ""
+    keys = {t.key for t in answer_tokens if t.kind is kind}
+    tokens = sentence.tokens
+    own = [i for i, t in enumerate(tokens) if t.key in keys]
+    # Rivals: runs of adjacent tokens of the answer's kind that neither the answer nor
+    # the question has ("Oskar Lind" beside "Maja Berg" in one sentence).
+    runs: list[list[int]] = []
+    for i, t in enumerate(tokens):
+        if t.kind is kind and t.key not in keys and t not in asked:
+            if runs and runs[-1][-1] == i - 1:
+                runs[-1].append(i)
+            else:
+                runs.append([i])
+    if not own or not runs:
+        return 1.0, ""
+    # Punctuation bounds a phrase: in "the mayor, Oskar Lind, opened it" the name
+    # belongs to another phrase than a term beyond the commas.
+    at = [m.start() for m in _PHRASE_MARK.finditer(sentence.text)]
+    marks = [bisect.bisect_left(at, t.start) for t in tokens]
+    wanted = {t.key: weigh(t) for t in question_tokens}
+    mine = _closeness(own, tokens, marks, wanted, tau)
+    if mine is None:
+        return 1.0, ""
+    best, rival = mine, ""
+    for run in runs:
+        near = _closeness(run, tokens, marks, wanted, tau) or 0.0
+        if near > best:
+            best, rival = near, " ".join(tokens[i].text for i in run)
+    return mine / best, rival
 
 
 def _antecedent_tokens(evidence: Evidence, at: int) -> list[Token]:

@@ -37,6 +37,18 @@ january february march april may june july august september october november dec
 januar februar märz mai juni juli oktober dezember
 """.split())
 
+# Words of German only (among the languages served): a text with two of them is German,
+# where every noun is capitalised, so a capital does not mark a name.
+_GERMAN = frozenset("der das und ist wird wurde wurden nicht auch sich dem ein eine einer "
+                    "zum zur vom beim".split())
+_LATIN_WORD = re.compile(r"[^\W\d_]+")
+
+
+def capitalises_nouns(text: str) -> bool:
+    """Whether the text is German, whose capitals mark nouns, not only names."""
+    return len(_GERMAN.intersection(w.lower() for w in _LATIN_WORD.findall(text))) >= 2
+
+
 # Chinese function characters: a character pair containing one adds no content.
 CJK_FUNCTION_CHARS = frozenset(
     "的了是在有和与也都很就这那个里中上下它他她们我你之其为而及或被把对从到着过吗呢吧啊")
@@ -108,6 +120,17 @@ _EXPECTATIONS: tuple[tuple[re.Pattern[str], Expects], ...] = (
                 r"|\b(quién|dónde|qui|où)\b|谁|哪里|哪儿|在哪",
                 re.IGNORECASE), Expects.NAME),
 )
+
+
+# Numbers written as words: "two" answers "how many" as "2" does. Not the words that
+# are also articles ("un", "uno", "ein").
+NUMBER_WORDS = frozenset("""
+one two three four five six seven eight nine ten eleven twelve twenty hundred thousand
+million billion dozen zwei drei vier fünf sechs sieben acht neun zehn elf zwölf zwanzig
+hundert tausend deux trois quatre cinq sept huit neuf dix onze douze vingt cent mille
+dos cuatro cinco seis siete ocho nueve diez doce veinte cien ciento mil millón millones
+""".split())
+CJK_NUMERALS = frozenset("一二两三四五六七八九十百千万亿")
 
 
 def expectations(question: str) -> frozenset[Expects]:
