@@ -84,7 +84,11 @@ def lexical_agreement(rows: Sequence[dict[str, Any]]) -> dict[str, dict[str, flo
 
 
 def measure(threads: int) -> dict[str, Any]:
-    judge = LocalJudge(embedder=Embedder(threads=threads))
+    # No embedding cache, so that a run gives the same figures as the last: a vector
+    # moves slightly with the texts that share its model run, and with a cache it
+    # would be whichever record embedded a sentence first, which concurrent records
+    # change from run to run.
+    judge = LocalJudge(embedder=Embedder(threads=threads, cache_size=0))
     judge.load()
     report: dict[str, Any] = {}
     for name, path in DATASETS.items():

@@ -266,6 +266,29 @@ def test_concurrent_records_get_the_same_scores_as_sequential_ones(judge: LocalJ
         assert scores.results == sequential[i % 3].results  # type: ignore[attr-defined]
 
 
+def test_a_long_answer_is_embedded_as_its_statements_only_whatever_the_metrics() -> None:
+    # Its sentences stand for it in answer relevance: no extra embedding of the whole,
+    # and the same answer relevance whether faithfulness is asked for or not.
+    answer = "The tower was completed in 1889. It was designed by Gustave Eiffel's company."
+    embedded: list[str] = []
+
+    class Recording(Embedder):
+        def start(self, texts):  # type: ignore[no-untyped-def]
+            embedded.extend(texts)
+            return super().start(texts)
+
+    judge = LocalJudge(embedder=Recording(threads=1, cache_size=0))
+    both = judge.evaluate_sync(QUESTION, [CONTEXT], answer)
+    assert answer not in embedded
+    assert {"The tower was completed in 1889.",
+            "It was designed by Gustave Eiffel's company."} <= set(embedded)
+    alone = judge.evaluate_sync(QUESTION, [CONTEXT], answer,
+                                frozenset({Metric.ANSWER_RELEVANCE}))
+    assert alone.answer_relevance is not None and both.answer_relevance is not None
+    assert alone.answer_relevance == pytest.approx(both.answer_relevance, abs=0.02)
+    assert both.answer_relevance > 0.5
+
+
 @pytest.mark.parametrize("threads", [1, 2])
 def test_records_are_scored_as_many_at_once_as_the_model_has_threads(threads: int) -> None:
     # While one record is scored in Python, another's model runs keep the cores busy;

@@ -177,12 +177,16 @@ class _Record:
             t.kind is Kind.NUMBER for t in content_tokens(self.answer))
         # A bare "1931" states something only together with its question.
         self.short = bool(self.question) and not self.refusal and is_short(self.answer)
+        # The answer's sentences are its statements, and stand for it in answer
+        # relevance too (below), so that each text is embedded once.
+        self.answer_parts = [self.answer] if self.short else (
+            split_sentences(self.answer) or [self.answer])
         if self.refusal or Metric.FAITHFULNESS not in self.metrics:
             self.statements = []
         elif self.short:
             self.statements = [framed_statement(self.question, self.answer)]
         else:
-            self.statements = split_sentences(self.answer)
+            self.statements = self.answer_parts
         self.rarity = embedder.rarity
         self.question_parts = question_parts(self.question) \
             if Metric.CONTEXT_RELEVANCE in metrics else []
@@ -230,7 +234,7 @@ class _Record:
     def _texts_to_embed(self) -> list[str]:
         wanted: list[str] = []
         if self.question and self.answer and Metric.ANSWER_RELEVANCE in self.metrics:
-            wanted += [self.question, self.answer]
+            wanted += [self.question, *self.answer_parts]
         if self._context_needed():
             wanted += [self.question, *self.question_parts, *self.statements,
                        *self.sentence_texts]
@@ -272,13 +276,22 @@ class _Record:
             return MetricResult(0.0, MetricStatus.SCORED, "noncommittal answer")
         # A short answer taken from the context is as close to the question as the
         # sentence it comes from, in so far as that sentence answers the question.
-        similarity = float(vec(self.question) @ vec(self.answer))
+        similarity = float(vec(self.question) @ self._answer_vector(vec))
         if framed is not None and framed.bearing > similarity:
             similarity += (framed.bearing - similarity) * framed.fit
         grounded = self.evidence.vocabulary if self.evidence.sentences else None
         value, reason = answer_relevance(self.question, similarity, self.answer, grounded,
                                          self.rarity)
         return MetricResult(min(1.0, max(0.0, value)), MetricStatus.SCORED, reason)
+
+    def _answer_vector(self, vec: _VecFn) -> Vectors:
+        """The answer's direction: the normalised sum of its sentences' vectors. The
+        paper averages over questions generated from the answer, so each of its
+        statements counts alike, however long the answer (one embedding of the
+        whole would read its first 256 word pieces only)."""
+        total = np.sum([vec(part) for part in self.answer_parts], axis=0)
+        result: Vectors = total / max(float(np.linalg.norm(total)), 1e-12)
+        return result
 
     def _context_relevance(self, vec: _VecFn, sentence_vectors: Vectors
                            ) -> tuple[MetricResult, tuple[str, ...]]:
