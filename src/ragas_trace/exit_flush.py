@@ -12,6 +12,11 @@ exported with status ``dropped``, reason ``shutdown``.
   and ``setup()`` runs in the main thread), one is installed that flushes and
   then re-raises SIGTERM with the default disposition: the process ends as it
   would have, with the same exit status. ``handle_sigterm=False`` turns it off.
+  Setting SIGTERM back to the default later, while a pipeline is watched, installs
+  that handler instead (``signal.signal`` is wrapped for this one case): gunicorn's
+  UvicornWorker does so in a worker forked after ``setup()`` ran in the master
+  (``--preload``), then uvicorn captures what it finds and re-raises SIGTERM with it
+  after its shutdown, and a plain default would end the worker with nothing flushed.
   Servers that handle SIGTERM themselves end either with a normal exit
   (gunicorn's workers) or by restoring the handler they found and re-raising
   the signal (uvicorn): both paths come here.
@@ -30,8 +35,9 @@ import multiprocessing.util
 import os
 import signal
 import threading
+from collections.abc import Callable
 from types import FrameType
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from ragas_trace.setup import RagasTrace
@@ -45,6 +51,10 @@ _watched: set[RagasTrace] = set()  # strong: an app may drop what setup() return
 _hooks_registered = False
 _sigterm_installed = False
 _finalizer_pid: int | None = None  # the process whose multiprocessing exit flushes
+_guard_default = False  # a SIGTERM reset to the default installs _on_sigterm
+
+_Handler = Callable[[int, FrameType | None], Any] | int | signal.Handlers | None
+_real_signal = signal.signal  # ours bypass the wrapper
 
 
 def watch(rt: RagasTrace, handle_sigterm: bool) -> None:
@@ -58,6 +68,7 @@ def watch(rt: RagasTrace, handle_sigterm: bool) -> None:
         _register_exit_hooks()
     if handle_sigterm:
         _install_sigterm_handler()
+        _keep_default_flushing()
     if multiprocessing.parent_process() is not None:
         _flush_at_child_exit()
     multiprocessing.util.register_after_fork(rt, _forked)
@@ -137,6 +148,23 @@ def _install_sigterm_handler() -> None:
     _sigterm_installed = True
 
 
+def _keep_default_flushing() -> None:
+    global _guard_default
+    with _lock:
+        if _guard_default:
+            return
+        _guard_default = True
+    signal.signal = _signal_keeping_flush
+
+
+def _signal_keeping_flush(signalnum: int, handler: _Handler) -> _Handler:
+    """``signal.signal``, except that the default disposition for SIGTERM is
+    ``_on_sigterm`` (which ends as the default does) while a pipeline is watched."""
+    if signalnum == signal.SIGTERM and handler == signal.SIG_DFL and _watched_now():
+        handler = _on_sigterm
+    return _real_signal(signalnum, handler)
+
+
 def _on_sigterm(signum: int, frame: FrameType | None) -> None:
     """Flush every watched pipeline, then die of SIGTERM as the default would have."""
     watched = _watched_now()
@@ -146,7 +174,7 @@ def _on_sigterm(signum: int, frame: FrameType | None) -> None:
                                name="ragas-trace-sigterm")
     flusher.start()
     flusher.join(sum(rt.settings.exit_grace_s + EXIT_EXPORT_S for rt in watched) + 0.5)
-    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    _real_signal(signal.SIGTERM, signal.SIG_DFL)
     signal.raise_signal(signal.SIGTERM)
 
 

@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+import ragas_trace
 from ragas_trace import semconv as sc
 from ragas_trace.testing.openai_server import FakeOpenAIServer, Fault
 from ragas_trace.testing.otlp_receiver import OtlpHttpReceiver, WireSpan
@@ -46,6 +47,9 @@ def child_env(receiver: OtlpHttpReceiver, judge: FakeOpenAIServer,
         "OPENAI_BASE_URL": judge.base_url, "OPENAI_API_KEY": "test",
         "RAGAS_TRACE_EXIT_GRACE_S": str(grace_s),
         "RAGAS_TRACE_RAISE_INTERNAL_ERRORS": "1",
+        # The child runs in tests/exit: the sources under test, not an installed copy.
+        "PYTHONPATH": os.pathsep.join(
+            [str(Path(ragas_trace.__file__).parents[1]), env.get("PYTHONPATH", "")]),
     })
     return env
 
@@ -192,21 +196,29 @@ def test_uvicorn_app_flushes_on_sigterm(receiver, judge_server):
     assert statuses(receiver) == [("scored", None)] * 8, err
 
 
+@pytest.mark.parametrize("worker", ["sync", "uvicorn"])
 @pytest.mark.parametrize("preload", [False, True], ids=["setup-in-worker", "preload"])
-def test_gunicorn_workers_flush_on_sigterm(receiver, judge_server, preload):
-    # The master sends SIGTERM to its forked workers; they handle it themselves and
-    # end with sys.exit: the normal-exit path. With --preload, setup() ran in the
-    # master before the fork.
+def test_gunicorn_workers_flush_on_sigterm(receiver, judge_server, preload, worker):
+    # The master sends SIGTERM to its forked workers. Sync workers handle it themselves
+    # and end with sys.exit: the normal-exit path. UvicornWorker resets SIGTERM to the
+    # default before uvicorn captures it, and uvicorn re-raises it after its shutdown:
+    # with --preload (setup() ran in the master before the fork) that default is where
+    # ragas-trace must flush. The judge hangs: every root is still held at SIGTERM.
     pytest.importorskip("gunicorn")
+    if worker == "uvicorn":
+        pytest.importorskip("uvicorn")
+    judge_server.inject(Fault.HANG, times=None)
     port = free_port()
-    child = start(["-m", "gunicorn", "exit_app:wsgi_app", "--chdir", str(APP.parent),
+    kind = ["-k", "uvicorn.workers.UvicornWorker"] if worker == "uvicorn" else []
+    target = "exit_app:app" if worker == "uvicorn" else "exit_app:wsgi_app"
+    child = start(["-m", "gunicorn", target, "--chdir", str(APP.parent), *kind,
                    "--bind", f"127.0.0.1:{port}", "--workers", "2", "--log-level", "warning",
                    *(["--preload"] if preload else [])],
-                  child_env(receiver, judge_server, grace_s=20))
-    serve(port, 8)
+                  child_env(receiver, judge_server, grace_s=0.5))
+    serve(port, 24)
     child.send_signal(signal.SIGTERM)
     code, err = finish(child)
     assert code == 0, err
     # A GET that timed out on the client side and was tried again is a request too.
     found = statuses(receiver)
-    assert len(found) >= 8 and set(found) == {("scored", None)}, (found, err)
+    assert len(found) >= 24 and set(found) == {("dropped", "shutdown")}, (found, err)
