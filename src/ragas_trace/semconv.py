@@ -97,6 +97,8 @@ STREAM_ABANDONED: Final = "abandoned"  # the consumer stopped reading early
 STREAM_ERROR: Final = "error"
 # True on a span ended by the collector because its run never sent an end event.
 RAGAS_RUN_EVICTED: Final = "ragas.run.evicted"
+# True on a span ended because its request was cancelled (asyncio), with no end event.
+RAGAS_RUN_CANCELLED: Final = "ragas.run.cancelled"
 RAGAS_ALWAYS_SCORE: Final = "ragas.evaluation.always"
 RAGAS_FAITHFULNESS: Final = "ragas.faithfulness"
 RAGAS_ANSWER_RELEVANCE: Final = "ragas.answer_relevance"

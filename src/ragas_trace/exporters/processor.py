@@ -221,7 +221,11 @@ class ScoringSpanProcessor(SpanProcessor):
         if not descendants and span.context and self._traces.was_evicted(span.context.trace_id):
             self._drop(span, "open_traces_full")  # its passages were forgotten
             return
-        stream_status = (span.attributes or {}).get(sc.RAGAS_STREAM_STATUS)
+        attrs = span.attributes or {}
+        if attrs.get(sc.RAGAS_RUN_CANCELLED) is True:
+            self._unscorable(span, "cancelled")  # no answer was given
+            return
+        stream_status = attrs.get(sc.RAGAS_STREAM_STATUS)
         if stream_status in _PARTIAL_STREAMS:
             # The answer is what the user read before the stream stopped: scoring it
             # would grade an answer nobody gave.

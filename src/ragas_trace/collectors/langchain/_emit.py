@@ -8,6 +8,7 @@ ends a span is decided under the run map's lock, so each span is ended exactly o
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 from opentelemetry.trace import Span, Status, StatusCode, Tracer
@@ -102,12 +103,20 @@ class Emitter:
 
 
 def record_error(span: Span, error: BaseException, at_ns: int | None) -> None:
-    if isinstance(error, GeneratorExit):
+    if isinstance(error, asyncio.CancelledError):
+        # The request was cancelled (a timeout, a client gone): not an exception of
+        # the app's, and its text is empty.
+        span.set_attribute(sc.RAGAS_RUN_CANCELLED, True)
+        span.set_status(_CANCELLED)
+    elif isinstance(error, GeneratorExit):
         # The consumer of a stream stopped early: not the app's failure.
         span.set_attribute(sc.RAGAS_STREAM_STATUS, sc.STREAM_ABANDONED)
     else:
         span.record_exception(error, timestamp=at_ns)
         span.set_status(Status(StatusCode.ERROR, f"{type(error).__name__}: {error}"))
+
+
+_CANCELLED = Status(StatusCode.ERROR, "cancelled")
 
 
 def _parent_context(run: Run) -> Any:

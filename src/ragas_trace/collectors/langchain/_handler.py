@@ -12,10 +12,14 @@ outputs. A retriever inside a retriever makes no span: the outer one's documents
 what the app got. Every other run only maps to its nearest spanned ancestor. The
 callbacks record; the spans are made when the root run ends (``_emit``). Each
 callback is wrapped so that nothing raises into the chain, and a run is ended even
-when building its attributes fails."""
+when building its attributes fails. A cancelled request (its root's error is a
+``CancelledError``, or the asyncio task it started in was cancelled with the root
+still open) ends at once, with every run still open in it: langchain-core sends
+those runs no end or error event."""
 
 from __future__ import annotations
 
+import asyncio
 import functools
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -305,6 +309,7 @@ class RagasCallbackHandler(BaseCallbackHandler):
                     run.attrs.update(attributes.session_attributes(session))
                     run.session_looked_up = True
         run.ctx = ctx
+        self._watch_task(run)
         self._evict(self._runs.add_root(run))
 
     def _start_child(self, run_id: UUID, parent_run_id: UUID | None, name: str,
@@ -354,6 +359,7 @@ class RagasCallbackHandler(BaseCallbackHandler):
         finally:
             end = time.time_ns()
             if run.root is run:
+                self._root_ending(run, end, error)
                 self._emitter.end_root(run, end, attrs, error)
             else:
                 self._emitter.end_child(run, end, attrs, error)
@@ -362,6 +368,7 @@ class RagasCallbackHandler(BaseCallbackHandler):
                         error: BaseException | None) -> None:
         attrs: dict[str, Any] = {}
         try:
+            self._root_ending(run, time.time_ns(), error)
             if not any(run.retrieved):
                 # A graph resumed from its checkpoint (``Command(resume=...)``, input
                 # None) retrieved in an earlier run: its state holds those passages.
@@ -384,6 +391,37 @@ class RagasCallbackHandler(BaseCallbackHandler):
                 attrs[sc.RAGAS_STREAM_STATUS] = sc.STREAM_COMPLETED
         finally:
             self._emitter.end_root(run, time.time_ns(), attrs, error)
+
+    def _root_ending(self, root: Run, end_ns: int, error: BaseException | None) -> None:
+        """Before a request's spans are made: stop watching its task; if it was
+        cancelled, end and forget its runs that will never send an event."""
+        _unwatch_task(root)
+        if isinstance(error, asyncio.CancelledError):
+            for run_id in self._runs.close_request(root, end_ns, error):
+                self._steps.pop(run_id, None)
+
+    def _watch_task(self, root: Run) -> None:
+        """A request started in an asyncio task ends when that task is cancelled
+        with the request still open (one done-callback, removed when the request ends)."""
+        loop = asyncio._get_running_loop()
+        task = asyncio.current_task(loop) if loop is not None else None
+        if task is not None:
+            callback = functools.partial(self._task_done, root)
+            task.add_done_callback(callback)
+            root.task_hook = (task, callback)
+
+    def _task_done(self, root: Run, task: asyncio.Task[Any]) -> None:
+        try:
+            if not task.cancelled() or self._runs.pop(root.run_id) is not root:
+                return  # it ended already, or may still end by its own events
+            root.task_hook = None
+            error = asyncio.CancelledError()
+            if root.suppressed:
+                self._runs.close_request(root, time.time_ns(), error)
+            else:
+                self._end_run(root, None, None, error)
+        except Exception as exc:
+            record_internal_error("langchain.task_cancelled", exc)
 
     def _chain_attributes(self, name: str) -> dict[str, Any]:
         attrs = self._root_attrs.get(name)
@@ -436,11 +474,28 @@ class RagasCallbackHandler(BaseCallbackHandler):
         now = time.time_ns()
         for run in victims:
             self.evicted_runs += 1
+            if run.root is run:
+                _unwatch_task(run)
             if not run.suppressed:
                 try:
                     self._emitter.evict(run, now)
                 except Exception as exc:
                     record_internal_error("langchain.evict", exc)
+
+
+def _unwatch_task(root: Run) -> None:
+    hook, root.task_hook = root.task_hook, None
+    if hook is None:
+        return
+    task, callback = hook
+    loop = task.get_loop()
+    if asyncio._get_running_loop() is loop:
+        task.remove_done_callback(callback)
+        return
+    try:  # ended on another thread (evicted): the task is the loop's to change
+        loop.call_soon_threadsafe(task.remove_done_callback, callback)
+    except RuntimeError:
+        pass  # the loop is closed: so is its task, with its callbacks
 
 
 def _with_scores(build: _Build, scores: Sequence[float], documents: Any) -> dict[str, Any]:

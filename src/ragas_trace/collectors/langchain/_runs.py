@@ -11,7 +11,9 @@ handler from the caller's thread, executor threads (``batch``,
 
 Memory is bounded two ways: runs whose request started more than ``ttl_s`` ago are
 evicted (a stream the consumer abandoned may never send its end event), and when
-more than ``max_runs`` are open the oldest are evicted first."""
+more than ``max_runs`` are open the oldest are evicted first. A cancelled request
+frees its runs at once (``close_request``): langchain-core sends no end or error
+event for a model, retriever or tool call whose task was cancelled."""
 
 from __future__ import annotations
 
@@ -37,8 +39,8 @@ class Run:
 
     __slots__ = ("_child_context", "_root", "attrs", "children", "ctx", "emitted", "end_ns",
                  "error", "evicted", "name", "open_children", "parent", "question_known",
-                 "retrieved", "run_id", "session_looked_up", "span", "start_ns", "started",
-                 "streaming", "suppressed")
+                 "retrieved", "run_id", "run_ids", "session_looked_up", "span", "start_ns",
+                 "started", "streaming", "suppressed", "task_hook")
 
     def __init__(self, run_id: int, root: Run | None, parent: Run | None = None,
                  name: str = "", attrs: dict[str, Any] | None = None,
@@ -73,6 +75,11 @@ class Run:
         # Root only: the document lists recorded so far, so that the same passages
         # arriving again (a tool's artifact, a state snapshot) are not counted twice.
         self.retrieved: list[Any] = []
+        # Root only: every run id mapped to this request, so that a cancelled request
+        # can forget the runs that will never end; and the asyncio task watch that
+        # ends the request if its task is cancelled first (``_cancel``).
+        self.run_ids: list[int] = []
+        self.task_hook: Any = None
         self._child_context: otel_context.Context | None = None
 
     @property
@@ -107,6 +114,7 @@ class RunMap:
             parent = self._runs.get(parent_run_id)
             if parent is not None:
                 self._runs[run_id] = parent
+                parent.root.run_ids.append(run_id)
             return parent
 
     def get(self, run_id: int) -> Run | None:
@@ -116,6 +124,7 @@ class RunMap:
     def alias(self, run_id: int, run: Run) -> None:
         with self._lock:
             self._runs[run_id] = run
+            run.root.run_ids.append(run_id)
 
     def evict_child(self, run: Run, end_ns: int) -> Span | None:
         """Like ``end_child`` for a run that never ended."""
@@ -132,6 +141,7 @@ class RunMap:
         root = run.root
         with self._lock:
             self._runs[run.run_id] = run
+            root.run_ids.append(run.run_id)
             root.open_children += 1
             if not root.emitted:
                 root.children.append(run)
@@ -183,6 +193,25 @@ class RunMap:
             if run is not None and run.run_id == run_id and run.root is not run:
                 run.root.open_children -= 1
             return run
+
+    def close_request(self, root: Run, end_ns: int, error: BaseException) -> list[int]:
+        """Forget every run of a request whose root the caller took from the map and
+        that ended with ``error`` (a cancellation): its runs still open end now, with
+        it. Returns the run ids forgotten."""
+        with self._lock:
+            forgotten = []
+            for run_id in root.run_ids:
+                run = self._runs.get(run_id)
+                if run is not None and run.root is root:
+                    del self._runs[run_id]
+                    forgotten.append(run_id)
+            root.run_ids = []
+            for run in root.children:
+                if run.end_ns is None:
+                    run.end_ns = end_ns
+                    run.error = error
+            root.open_children = 0
+            return forgotten
 
     def add_ended(self, run: Run) -> bool:
         """Add a run that has no events of its own (it is ended already); True when
