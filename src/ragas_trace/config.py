@@ -119,6 +119,9 @@ SETTINGS: tuple[Setting, ...] = (
             "serve a Prometheus scrape endpoint on this port (0 = any free port)"),
     Setting("metrics_host", "RAGAS_TRACE_METRICS_HOST", "127.0.0.1", text,
             "address the Prometheus endpoint listens on (`0.0.0.0` for every interface)"),
+    Setting("max_app_labels", "RAGAS_TRACE_MAX_APP_LABELS", 100, integer(1),
+            "distinct `app` label values on the scorer's metrics; later apps are "
+            "recorded as `other` and counted in `ragas_metrics_folded_labels_total`"),
     Setting("exit_grace_s", "RAGAS_TRACE_EXIT_GRACE_S", 3.0, number(0.0),
             "at interpreter exit and on SIGTERM, how long held spans may wait for the "
             "judge; the rest leave with status `dropped`, reason `shutdown`"),
@@ -166,6 +169,7 @@ class Settings:
     annotation_retry_s: float
     metrics_port: int | None
     metrics_host: str
+    max_app_labels: int
     exit_grace_s: float
     handle_sigterm: bool
 

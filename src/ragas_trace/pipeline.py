@@ -107,7 +107,8 @@ def build_pipeline(
         always=always,
     )
     metrics = ScorerMetrics(meter_provider or NoOpMeterProvider(),
-                            service or settings.service_name or "")
+                            service or settings.service_name or "",
+                            max_apps=settings.max_app_labels)
     annotations = annotation_sinks(settings, metrics, policy)
     processor = ScoringSpanProcessor(
         downstream,

@@ -10,6 +10,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from prometheus_client.parser import text_string_to_metric_families
 
 import ragas_trace
+from ragas_trace import semconv as sc
 from ragas_trace.testing.rag_spans import rag_request
 from ragas_trace.testing.scripted_judge import ScriptedJudge
 
@@ -108,3 +109,30 @@ def test_faithfulness_squares_give_the_variance_the_alert_rules_read():
     [total] = found["ragas_faithfulness_sum"]
     mean = float(total["value"]) / float(count["value"])
     assert abs(float(squares["value"]) / float(count["value"]) - mean**2) < 1e-9
+
+
+def test_app_label_values_are_capped_and_the_rest_counted(caplog):
+    # Every request names its own app (a run_name per request, or any sender's span
+    # names): the first max_app_labels keep their series, the rest fold into "other".
+    rt = ragas_trace.setup(service_name="svc", judge=ScriptedJudge(0.8), metrics_port=0,
+                           metrics_host="127.0.0.1", tracer_provider=TracerProvider(),
+                           exporter=InMemorySpanExporter(), max_held_spans=5000,
+                           queue_size=5000)
+    try:
+        tracer = rt.tracer_provider.get_tracer("t")
+        for i in range(5000):
+            rag_request(tracer, root_attributes={sc.RAGAS_APP_NAME: f"app-{i}"})
+        assert rt.force_flush(timeout_s=60)
+        port = rt.metrics_port
+        assert port is not None
+        found = samples(port)
+    finally:
+        rt.shutdown(timeout_s=5)
+    evaluations = found["ragas_evaluations_total"]
+    apps = {s["app"] for s in evaluations}
+    assert len(apps) == 101 and "other" in apps and "app-0" in apps
+    assert sum(float(s["value"]) for s in evaluations) == 5000
+    assert {s["app"] for s in found["ragas_faithfulness_count"]} == apps
+    assert found["ragas_metrics_folded_labels_total"] == [{"label": "app", "value": "4900.0"}]
+    assert sum("more than 100 distinct 'app' label values" in r.message
+               for r in caplog.records) == 1

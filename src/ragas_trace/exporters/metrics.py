@@ -16,6 +16,11 @@ Prometheus exporter's translation gives exactly these series (a test scrapes the
 | histogram `ragas.judge.duration` (s) | `ragas_judge_duration_seconds_*` | judge |
 | counter `ragas.export.lost` | `ragas_export_lost_total` | signal, reason |
 | counter `ragas.annotations` | `ragas_annotations_total` | sink, outcome (sent, failed, dropped) |
+| counter `ragas.metrics.folded_labels` | `ragas_metrics_folded_labels_total` | label |
+
+``app`` is the only label fed by span data: it takes at most ``max_apps`` values
+(setting ``max_app_labels``); requests of later apps are recorded as ``other``, and
+each is counted once in ``ragas.metrics.folded_labels`` (``label`` = ``app``).
 
 ``ragas.export.lost`` counts spans that never reached the backend: ``queue_full``
 (the export queue was full), ``export_failed`` (the exporter failed or raised),
@@ -37,10 +42,12 @@ from collections.abc import Callable, Iterable
 
 from opentelemetry.metrics import CallbackOptions, Meter, MeterProvider, Observation
 
+from ragas_trace.exporters.label_cap import LabelCap
 from ragas_trace.results import Metric, MetricStatus
 from ragas_trace.scorer.outcome import EvaluationStatus, Outcome
 
 METER_NAME = "ragas_trace"
+DEFAULT_MAX_APPS = 100
 SCORE_BUCKETS = (0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0)
 TOKEN_BUCKETS = (50, 100, 250, 500, 1000, 2000, 4000, 8000, 16000)
 DURATION_BUCKETS = (0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0)
@@ -49,9 +56,11 @@ DURATION_BUCKETS = (0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0)
 class ScorerMetrics:
     """Records outcomes; the gauges read ``held`` and ``queued`` when collected."""
 
-    def __init__(self, meter_provider: MeterProvider, service: str) -> None:
+    def __init__(self, meter_provider: MeterProvider, service: str,
+                 max_apps: int = DEFAULT_MAX_APPS) -> None:
         meter: Meter = meter_provider.get_meter(METER_NAME)
         self.service = service
+        self._apps = LabelCap("app", max_apps, "max_app_labels")
         self._scores = {
             metric: meter.create_histogram(
                 f"ragas.{metric}", description=f"Ragas {metric} of scored requests (0..1)",
@@ -81,6 +90,9 @@ class ScorerMetrics:
         self._annotations = meter.create_counter(
             "ragas.annotations",
             description="score annotations written to Phoenix / Langfuse, by outcome")
+        self._folded = meter.create_counter(
+            "ragas.metrics.folded_labels",
+            description="RAG requests whose label value was recorded as 'other' (a cap)")
         self._held: Callable[[], int] = lambda: 0
         self._queued: Callable[[], int] = lambda: 0
         meter.create_observable_gauge("ragas.held_spans", callbacks=[self._observe_held],
@@ -94,7 +106,7 @@ class ScorerMetrics:
         self._queued = queued
 
     def evaluation(self, outcome: Outcome, app: str | None, judge: str) -> None:
-        attrs = {"service": self.service, "app": app or "", "judge": judge}
+        attrs = {"service": self.service, "app": self._app(app, count=True), "judge": judge}
         self._evaluations.add(1, {**attrs, "status": str(outcome.status)})
         reason = faithfulness_gap(outcome)
         if reason is not None:
@@ -115,19 +127,29 @@ class ScorerMetrics:
             self._duration.record(outcome.duration_s, {"judge": judge})
 
     def not_scored(self, status: EvaluationStatus, app: str | None, judge: str) -> None:
-        self._evaluations.add(1, {"service": self.service, "app": app or "", "judge": judge,
-                                  "status": str(status)})
+        self._evaluations.add(1, {"service": self.service, "app": self._app(app, count=True),
+                                  "judge": judge, "status": str(status)})
 
     def faithfulness_unscored(self, reason: str, app: str | None, judge: str) -> None:
         """A request the judge was not asked about (no question, partial stream)."""
-        self._faithfulness_unscored.add(1, {"service": self.service, "app": app or "",
+        self._faithfulness_unscored.add(1, {"service": self.service,
+                                            "app": self._app(app, count=False),
                                             "judge": judge, "reason": reason})
+
+    def _app(self, app: str | None, count: bool) -> str:
+        """The ``app`` label value; ``count``: this call is the request's one count in
+        ``ragas.evaluations``, so a fold is counted once per request."""
+        value, folded = self._apps.value(app or "")
+        if folded and count:
+            self._folded.add(1, {"label": self._apps.label})
+        return value
 
     def dropped(self, reason: str) -> None:
         self._dropped.add(1, {"reason": reason})
 
     def export_lost(self, count: int, reason: str, signal: str = "traces") -> None:
         self._export_lost.add(count, {"signal": signal, "reason": reason})
+
     def annotations(self, sink: str, outcome: str, n: int = 1) -> None:
         self._annotations.add(n, {"sink": sink, "outcome": outcome})
 
