@@ -4,9 +4,11 @@ counted by reason, in ``ragas.export.lost`` and in the return values."""
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Callable, Sequence
 
 import pytest
+from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.metrics.export import InMemoryMetricReader
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
@@ -15,6 +17,8 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 
 from ragas_trace.exporters.export_queue import ExportQueue
 from ragas_trace.exporters.metrics import ScorerMetrics
+from ragas_trace.testing.otlp_receiver import OtlpHttpReceiver
+from ragas_trace.testing.rag_spans import rag_request
 from ragas_trace.testing.waiting import finishes
 
 
@@ -142,13 +146,40 @@ def test_shutdown_keeps_its_deadline_with_a_hanging_exporter():
 def test_sizes_come_from_the_sdk_environment_variables(monkeypatch, caplog):
     monkeypatch.setenv("OTEL_BSP_MAX_QUEUE_SIZE", "2")
     monkeypatch.setenv("OTEL_BSP_SCHEDULE_DELAY", "soon")  # bad: logged, default used
-    queue = ExportQueue(InMemorySpanExporter())
+    exporter = HangingExporter()
+    queue = ExportQueue(exporter)
     try:
-        for span in spans(3):
+        batch = spans(4)
+        queue.on_end(batch[0])
+        assert queue.force_flush(50) is False  # the worker took it and hangs
+        for span in batch[1:]:
             queue.on_end(span)
         assert queue.lost["queue_full"] == 1
         assert "OTEL_BSP_SCHEDULE_DELAY" in caplog.text
     finally:
+        exporter.release.set()
         queue.shutdown(1000)
     with pytest.raises(ValueError, match="max_export_batch_size"):
         ExportQueue(InMemorySpanExporter(), max_batch_size=0)
+
+
+def test_a_queue_smaller_than_the_batch_delivers_every_span(monkeypatch, caplog):
+    # The SDK's processor refuses this setting; with the default batch of 512 the
+    # queue filled and refused spans until the next scheduled export (5 s).
+    monkeypatch.setenv("OTEL_BSP_MAX_QUEUE_SIZE", "200")
+    with OtlpHttpReceiver() as receiver:
+        queue = ExportQueue(OTLPSpanExporter(endpoint=f"{receiver.endpoint}/v1/traces"))
+        provider = TracerProvider()
+        provider.add_span_processor(queue)
+        tracer = provider.get_tracer("t")
+        try:
+            for _ in range(1200):  # 3,600 spans, about 3 per millisecond
+                rag_request(tracer)
+                time.sleep(0.001)
+            assert queue.force_flush(10_000)
+        finally:
+            provider.shutdown()
+        assert queue.lost == {} and queue.delivered == 3600
+        assert len(receiver.spans()) == 3600
+    assert "export batch size 512 (OTEL_BSP_MAX_EXPORT_BATCH_SIZE) is larger than the " \
+           "export queue 200 (OTEL_BSP_MAX_QUEUE_SIZE)" in caplog.text

@@ -6,6 +6,13 @@ the backend is counted by reason (``queue_full``: the bounded queue was full;
 in flight when the shutdown deadline came), reported through ``on_lost`` (the
 ``ragas.export.lost`` metric) and logged with the count.
 
+Sizes: a batch larger than the queue (``OTEL_BSP_MAX_QUEUE_SIZE=200`` with the
+default batch of 512, which the SDK's processor refuses) is lowered to the queue
+size, with a warning; the worker exports as soon as the queue holds a batch or is
+half full, whichever comes first, so that spans keep arriving while a batch is in
+flight. Before, such a queue filled and refused spans until the next scheduled
+export: 2,314 of 3,600 spans lost with a healthy backend.
+
 Threads: ``on_end`` runs on the app's (or the scorer's) threads and only appends
 under a lock; one daemon worker exports batches; ``force_flush`` and
 ``shutdown`` wait for it until their deadline. At the shutdown deadline the
@@ -44,7 +51,8 @@ _DELAY_MS = Setting("schedule_delay_millis", "OTEL_BSP_SCHEDULE_DELAY", 5000.0,
 
 class ExportQueue(SpanProcessor):
     """Bounded queue + one worker exporting batches of at most ``max_batch_size``
-    every ``schedule_delay_s`` (sooner when a batch is full or a flush asks)."""
+    every ``schedule_delay_s`` (sooner when a batch is full, the queue half full, or a
+    flush asks)."""
 
     def __init__(self, exporter: SpanExporter, *, max_queue_size: int | None = None,
                  max_batch_size: int | None = None, schedule_delay_s: float | None = None,
@@ -56,6 +64,13 @@ class ExportQueue(SpanProcessor):
         self._max_batch: int = resolve(_MAX_BATCH, max_batch_size, os.environ)
         delay_ms = None if schedule_delay_s is None else schedule_delay_s * 1000
         self._delay_s: float = resolve(_DELAY_MS, delay_ms, os.environ) / 1000
+        if self._max_batch > self._max_queue:
+            logger.warning("ragas-trace: export batch size %d (%s) is larger than the "
+                           "export queue %d (%s); batches of %d are exported",
+                           self._max_batch, _MAX_BATCH.env, self._max_queue, _MAX_QUEUE.env,
+                           self._max_queue)
+            self._max_batch = self._max_queue
+        self._export_at = max(1, min(self._max_batch, self._max_queue // 2))
         self._on_lost = on_lost
         self.delivered = 0
         self.lost: Counter[str] = Counter()
@@ -88,7 +103,7 @@ class ExportQueue(SpanProcessor):
                        else "queue_full" if len(self._queue) >= self._max_queue else None)
             if refused is None:
                 self._queue.append(span)
-                if len(self._queue) >= self._max_batch:
+                if len(self._queue) >= self._export_at:
                     self._wake.notify()
         if refused is not None:
             self._count_lost(1, refused)
@@ -145,7 +160,7 @@ class ExportQueue(SpanProcessor):
                                                    True))
         while True:
             with self._lock:
-                if not (self._closed or self._flushing or len(self._queue) >= self._max_batch):
+                if not (self._closed or self._flushing or len(self._queue) >= self._export_at):
                     self._wake.wait(self._delay_s)
                 if self._aborted or (self._closed and not self._queue):
                     self._idle.notify_all()
