@@ -160,7 +160,8 @@ def _keep_default_flushing() -> None:
 def _signal_keeping_flush(signalnum: int, handler: _Handler) -> _Handler:
     """``signal.signal``, except that the default disposition for SIGTERM is
     ``_on_sigterm`` (which ends as the default does) while a pipeline is watched."""
-    if signalnum == signal.SIGTERM and handler == signal.SIG_DFL and _watched_now():
+    # No lock: this may run inside a signal handler that interrupted a holder of it.
+    if signalnum == signal.SIGTERM and handler == signal.SIG_DFL and _watched:
         handler = _on_sigterm
     return _real_signal(signalnum, handler)
 

@@ -196,6 +196,21 @@ def test_uvicorn_app_flushes_on_sigterm(receiver, judge_server):
     assert statuses(receiver) == [("scored", None)] * 8, err
 
 
+def test_uvicorn_app_with_setup_in_its_lifespan_flushes_on_sigterm(receiver, judge_server):
+    # uvicorn captured the default disposition before setup() ran and restores it
+    # before re-raising SIGTERM: that default is where ragas-trace flushes.
+    pytest.importorskip("uvicorn")
+    port = free_port()
+    child = start(["-m", "uvicorn", "lifespan_app:app", "--app-dir", str(APP.parent),
+                   "--port", str(port), "--log-level", "warning"],
+                  child_env(receiver, judge_server, grace_s=20))
+    serve(port, 8)
+    child.send_signal(signal.SIGTERM)
+    code, err = finish(child)
+    assert code == -signal.SIGTERM, err
+    assert statuses(receiver) == [("scored", None)] * 8, err
+
+
 @pytest.mark.parametrize("worker", ["sync", "uvicorn"])
 @pytest.mark.parametrize("preload", [False, True], ids=["setup-in-worker", "preload"])
 def test_gunicorn_workers_flush_on_sigterm(receiver, judge_server, preload, worker):

@@ -17,13 +17,18 @@ event for a model, retriever or tool call whose task was cancelled."""
 
 from __future__ import annotations
 
+import asyncio
 import threading
 import time
+from collections.abc import Callable
 from typing import Any
 
 from opentelemetry import context as otel_context
 from opentelemetry import trace
 from opentelemetry.trace import Span
+
+# The asyncio task a request started in, and the done-callback added to it.
+TaskHook = tuple[asyncio.Task[Any], Callable[[asyncio.Task[Any]], None]]
 
 
 class Run:
@@ -79,7 +84,7 @@ class Run:
         # can forget the runs that will never end; and the asyncio task watch that
         # ends the request if its task is cancelled first (``_cancel``).
         self.run_ids: list[int] = []
-        self.task_hook: Any = None
+        self.task_hook: TaskHook | None = None
         self._child_context: otel_context.Context | None = None
 
     @property
