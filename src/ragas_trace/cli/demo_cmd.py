@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from ragas_trace._settings import argument_type, integer, number
+from ragas_trace.cli import extras
 
 _DESCRIPTION = __doc__
 _AT_LEAST_1 = argument_type(integer(1))
@@ -69,6 +70,9 @@ def register(subparsers: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    # The demo app is LangChain; its spans file is OTLP JSON (or goes over OTLP).
+    if not extras.require("demo", ("langchain", "otlp", *extras.judge_extras(args.judge))):
+        return extras.EXIT_MISSING_EXTRA
     from ragas_trace.demo.report import render_table, summary
     from ragas_trace.demo.runner import DemoOptions, run_demo
 

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ragas_trace.cli import extras
 from ragas_trace.cli._batch import (
     InputError,
     Progress,
@@ -61,6 +62,8 @@ class Outcome:
 
 
 def run(args: argparse.Namespace) -> int:
+    if not extras.require("eval", extras.judge_extras(args.judge)):
+        return extras.EXIT_MISSING_EXTRA
     from ragas_trace.judges import resolve_judge
 
     try:

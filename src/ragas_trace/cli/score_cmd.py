@@ -24,6 +24,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import IO, Any
 
+from ragas_trace.cli import extras
 from ragas_trace.cli._batch import (
     InputError,
     Progress,
@@ -59,6 +60,8 @@ def register(subparsers: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    if not extras.require("score", extras.judge_extras(args.judge)):
+        return extras.EXIT_MISSING_EXTRA
     from ragas_trace.judges import resolve_judge
 
     to_stdout = str(args.output) == "-"
