@@ -114,8 +114,9 @@ def run(args: argparse.Namespace) -> int:
         print(f"ragas-trace demo: {exc}", file=sys.stderr)
         return EXIT_USAGE
     print(render_table(result.rows))
-    print("answer: pass when faithfulness and answer relevance pass; context relevance "
-          "rates the retrieval (3 passages for a one-sentence answer).")
+    print("answer: FAIL when faithfulness or answer relevance fails (their pass/fail "
+          "labels); context relevance rates the retrieval (3 passages for a one-sentence "
+          "answer).")
     print()
     print(summary(result.rows))
     if result.spans_file is not None:
