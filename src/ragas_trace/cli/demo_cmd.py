@@ -107,8 +107,9 @@ def run(args: argparse.Namespace) -> int:
     # The library's span-loss warnings are folded only where the demo counts the
     # deliveries itself (OTLP); -v shows everything as it happens.
     over_otlp = bool(args.otlp_endpoint) or providers.otlp_configured("traces")
+    fold = not getattr(args, "verbose", False)
     try:
-        with export_problems.folded_warnings(over_otlp, enabled=not args.verbose) as folded:
+        with export_problems.folded_warnings(over_otlp, enabled=fold) as folded:
             result = run_demo(options, _progress)
     except (ValueError, ImportError, OSError) as exc:  # no API key, missing extra, port taken
         print(f"ragas-trace demo: {exc}", file=sys.stderr)
