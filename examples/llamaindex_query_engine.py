@@ -84,10 +84,15 @@ def main() -> None:
 def print_scores(spans: InMemorySpanExporter) -> None:
     for span in spans.get_finished_spans():
         attrs = span.attributes or {}
-        if "ragas.evaluation.status" in attrs and span.parent is None:
+        # The request's root span carries the scores as ragas.* attributes; the linked
+        # evaluation span (kind EVALUATOR) has the same status but its scores are
+        # evaluation records (evaluations.{i}.*), so it is not printed here.
+        if ("ragas.evaluation.status" in attrs and span.parent is None
+                and attrs.get("openinference.span.kind") != "EVALUATOR"):
             print(f"{span.name}: status={attrs['ragas.evaluation.status']}")
             for metric in ("faithfulness", "answer_relevance", "context_relevance"):
-                print(f"  {metric}: {attrs.get(f'ragas.{metric}')}")
+                print(f"  {metric}: {attrs.get(f'ragas.{metric}')} "
+                      f"({attrs.get(f'ragas.{metric}.label')})")
 
 
 if __name__ == "__main__":

@@ -34,7 +34,7 @@ def test_score_writes_records_with_scores_in_order(server: FakeOpenAIServer, tmp
     assert rows[0]["contexts"] == [{"content": "Fact number 0 is 0.", "id": "doc0"}]
     assert rows[0]["ragas"]["usage"]["chat_calls"] == 3
     assert RagRecord.from_dict(rows[3]).trace_id == 4
-    assert "score: records 9/9 (0 failed)" in capsys.readouterr().err
+    assert "score: lines 9/9 (0 with a failed metric)" in capsys.readouterr().err
 
 
 def test_score_skips_bad_lines_and_reports_failures(server: FakeOpenAIServer, tmp_path: Path,
@@ -52,8 +52,20 @@ def test_score_skips_bad_lines_and_reports_failures(server: FakeOpenAIServer, tm
                                           "answer_relevance": "skipped",
                                           "context_relevance": "failed"}
     assert "truncated" in rows[0]["ragas"]["reasons"]["context_relevance"]
-    assert "records.jsonl:3" in captured.err and "(3 failed)" in captured.err
+    assert "records.jsonl:3" in captured.err
+    assert "score: lines 3/3 (1 skipped, 2 with a failed metric)" in captured.err
     assert server.stats().embedding_requests == 0
+
+
+def test_a_skipped_line_is_counted_as_skipped_not_failed(
+        server: FakeOpenAIServer, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = _records(tmp_path, 2)
+    path.write_text(path.read_text(encoding="utf-8") + "not json\n", encoding="utf-8")
+    assert main(["score", "--input", str(path), "--output", "-", "--judge", "openai"]) == 1
+    err = capsys.readouterr().err
+    assert "score: lines 3/3 (1 skipped, 0 with a failed metric)" in err
+    assert "ragas-trace score: skipped" in err and "1 line(s) skipped" in err
+    assert "failed)" not in err
 
 
 def test_score_rejects_unknown_metric(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -66,13 +67,16 @@ def test_the_traces_endpoint_variable_alone_makes_the_demo_export(
     assert "metrics: not exported over OTLP" in capsys.readouterr().out
 
 
-def test_spans_the_backend_refuses_make_the_demo_fail(
+def test_spans_the_backend_refuses_make_the_demo_fail_with_exit_3(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     with OtlpHttpReceiver(signals=()) as nothing:  # 404 for every signal
-        assert _demo(tmp_path, "--otlp-endpoint", nothing.endpoint) == 1
+        assert _demo(tmp_path, "--otlp-endpoint", nothing.endpoint) == 3
     out, err = capsys.readouterr()
     assert "spans: 0 spans sent" in out
-    assert f"span(s) were not delivered to {nothing.endpoint}/v1/traces" in err
+    assert "3 requests, 3 scored" in out
+    assert re.search(rf"^error: \d+ span\(s\) could not be exported to {nothing.endpoint}"
+                     r"/v1/traces \(it accepts connections but not the spans\)", err, re.M)
+    assert "not scored" not in err and "not every request" not in err
 
 
 def test_a_base_endpoint_gets_both_signals_over_grpc(

@@ -43,6 +43,25 @@ def test_rows_come_from_rag_roots_in_start_order_with_unsupported_statements() -
     assert rows[2].scores[Metric.FAITHFULNESS] is None
 
 
+def test_an_answer_failing_one_label_fails_even_without_the_other() -> None:
+    """The demo's evasive answer: no statements (no faithfulness label), answer
+    relevance 0 and failed; its verdict is FAIL, not its status "scored"."""
+    evasive = RequestRow("How long is the River Lisk?",
+                         "I would rather not guess; it depends on many factors.", "scored",
+                         {Metric.FAITHFULNESS: None, Metric.ANSWER_RELEVANCE: 0.0,
+                          Metric.CONTEXT_RELEVANCE: 1.0},
+                         {Metric.FAITHFULNESS: None, Metric.ANSWER_RELEVANCE: "fail",
+                          Metric.CONTEXT_RELEVANCE: "pass"}, ())
+    unlabelled = RequestRow("Why?", "Because.", "scored", dict.fromkeys(Metric),
+                            dict.fromkeys(Metric), ())
+    assert evasive.passed is False
+    assert unlabelled.passed is None
+    rows = render_table([evasive, unlabelled]).splitlines()[2:]
+    assert rows[0].split()[-1] == "FAIL"
+    assert "scored" not in rows[0] and "scored" not in rows[1]
+    assert rows[1].split()[-1] == "-"
+
+
 def test_table_and_summary_show_scores_marks_and_verdicts() -> None:
     row = RequestRow("How tall is it?", "38 m", "scored",
                      {Metric.FAITHFULNESS: 0.25, Metric.ANSWER_RELEVANCE: 0.8,

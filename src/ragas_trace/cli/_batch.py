@@ -85,14 +85,16 @@ class Progress:
         self.total = total
         self.done = 0
         self.failed = 0
+        self.skipped = 0  # inputs not judged at all (bad lines), apart from the failed
         self._stream = stream or sys.stderr
         self._live = self._stream.isatty()
         self._started = time.monotonic()
         self._drawn = 0.0
 
-    def advance(self, failed: bool = False) -> None:
+    def advance(self, failed: bool = False, skipped: bool = False) -> None:
         self.done += 1
         self.failed += failed
+        self.skipped += skipped
         now = time.monotonic()
         if self._live and (now - self._drawn >= 0.2 or self.done == self.total):
             self._drawn = now
@@ -105,5 +107,6 @@ class Progress:
 
     def _line(self) -> str:
         elapsed = max(1e-9, time.monotonic() - self._started)
+        skipped = f"{self.skipped} skipped, " if self.skipped else ""
         return (f"{self.label} {self.done}/{self.total} "
-                f"({self.failed} {self.flag}) {self.done / elapsed:.1f}/s")
+                f"({skipped}{self.failed} {self.flag}) {self.done / elapsed:.1f}/s")

@@ -10,19 +10,31 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from ragas_trace import providers
 from ragas_trace._settings import argument_type, integer, number
+from ragas_trace.cli import export_problems, extras
 
 _DESCRIPTION = __doc__
 _AT_LEAST_1 = argument_type(integer(1))
 _PORT = argument_type(integer(1, 65535))
 _NON_NEGATIVE = argument_type(number(0.0))
 _SHARE = argument_type(number(0.0, 1.0))
+EXIT_OK, EXIT_UNSCORED, EXIT_USAGE, EXIT_EXPORT_FAILED = 0, 1, 2, 3
+_EPILOG = """\
+exit codes:
+  0  every request scored, and (with an OTLP endpoint) every span delivered
+  1  not every request was scored (the warning gives their statuses, e.g. timeout)
+  2  bad arguments, a missing extra, no API key for --judge openai, a port taken
+  3  spans could not be exported to the OTLP endpoint (the error says where and why;
+     failed metrics exports only warn: a traces-only backend takes no metrics)
+  With both 1 and 3, the exit code is 3."""
 
 
 def register(subparsers: Any) -> None:
     parser: argparse.ArgumentParser = subparsers.add_parser(
         "demo", help="run a demo RAG app, score every request, export the spans",
-        description=_DESCRIPTION)
+        description=_DESCRIPTION, epilog=_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--requests", type=_AT_LEAST_1, default=40, metavar="N",
                         help="requests to send (default 40)")
     parser.add_argument("--out", type=Path, default=Path("demo-out"), metavar="DIR",
@@ -44,7 +56,7 @@ def register(subparsers: Any) -> None:
                              "(http://127.0.0.1:6006/v1/traces). Default: "
                              "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT / _METRICS_ENDPOINT (as "
                              "they are), else OTEL_EXPORTER_OTLP_ENDPOINT (base); "
-                             "OTEL_EXPORTER_OTLP_PROTOCOL=grpc for gRPC. Exit 1 when spans "
+                             "OTEL_EXPORTER_OTLP_PROTOCOL=grpc for gRPC. Exit 3 when spans "
                              "are not delivered")
     parser.add_argument("--seed", type=int, default=0, help="seed of questions and answers")
     parser.add_argument("--service-name", default=None,
@@ -69,6 +81,9 @@ def register(subparsers: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    # The demo app is LangChain; its spans file is OTLP JSON (or goes over OTLP).
+    if not extras.require("demo", ("langchain", "otlp", *extras.judge_extras(args.judge))):
+        return extras.EXIT_MISSING_EXTRA
     from ragas_trace.demo.report import render_table, summary
     from ragas_trace.demo.runner import DemoOptions, run_demo
 
@@ -82,21 +97,27 @@ def run(args: argparse.Namespace) -> int:
         )
     except ValueError as exc:
         print(f"ragas-trace demo: {exc}", file=sys.stderr)
-        return 2
+        return EXIT_USAGE
     if args.metrics_port is not None:
         from ragas_trace.config import Settings
 
         # The address setup() will bind (RAGAS_TRACE_METRICS_HOST, default 127.0.0.1).
         host = Settings.load().metrics_host
         print(f"Prometheus metrics on http://{host}:{args.metrics_port}/metrics", flush=True)
+    # The library's span-loss warnings are folded only where the demo counts the
+    # deliveries itself (OTLP); -v shows everything as it happens.
+    over_otlp = bool(args.otlp_endpoint) or providers.otlp_configured("traces")
+    fold = not getattr(args, "verbose", False)
     try:
-        result = run_demo(options, _progress)
+        with export_problems.folded_warnings(over_otlp, enabled=fold) as folded:
+            result = run_demo(options, _progress)
     except (ValueError, ImportError, OSError) as exc:  # no API key, missing extra, port taken
         print(f"ragas-trace demo: {exc}", file=sys.stderr)
-        return 2
+        return EXIT_USAGE
     print(render_table(result.rows))
-    print("answer: pass when faithfulness and answer relevance pass; context relevance "
-          "rates the retrieval (3 passages for a one-sentence answer).")
+    print("answer: FAIL when faithfulness or answer relevance fails (their pass/fail "
+          "labels); context relevance rates the retrieval (3 passages for a one-sentence "
+          "answer).")
     print()
     print(summary(result.rows))
     if result.spans_file is not None:
@@ -104,22 +125,56 @@ def run(args: argparse.Namespace) -> int:
     for line in _delivery_lines(result.delivery):
         print(line)
     print(f"done in {result.elapsed_s:.1f} s")
-    code = 0
-    if not result.scoring_finished:
-        print("warning: not every request was scored before the flush deadline",
-              file=sys.stderr)
-        code = 1
+    code = EXIT_OK
+    unscored = result.unscored
+    if unscored:
+        statuses = ", ".join(f"{status} {n}" for status, n in sorted(unscored.items()))
+        print(f"warning: {sum(unscored.values())} of {result.requests} requests were not "
+              f"scored ({statuses})", file=sys.stderr)
+        code = EXIT_UNSCORED
+    problems = _export_problems(result.delivery, bool(args.otlp_endpoint))
+    if problems and folded.count:
+        problems[-1] += (f" [{folded.count} exporter warning(s) folded into this line; "
+                         "-v shows them]")
+    elif folded.count:
+        problems.append(f"note: {folded.count} exporter warning(s) folded (-v shows them)")
+    for line in problems:
+        print(line, file=sys.stderr)
     spans = result.delivery.get("spans")
     if spans is not None and spans.failed:
-        print(f"error: {spans.failed} span(s) were not delivered to {spans.endpoint}",
-              file=sys.stderr)
-        code = 1
-    metrics = result.delivery.get("metrics")
-    if metrics is not None and metrics.failed:
-        print(f"warning: {metrics.failed} metrics export(s) failed to {metrics.endpoint} "
-              "(a traces-only backend such as Phoenix or Jaeger takes no metrics: "
-              "use --metrics-port and Prometheus)", file=sys.stderr)
+        code = EXIT_EXPORT_FAILED
     return code
+
+
+def _export_problems(delivery: dict[str, Any], from_flag: bool) -> list[str]:
+    """One line per endpoint that did not take what was sent: where, how much, and
+    when nothing accepts connections there, what to start."""
+    spans, metrics = delivery.get("spans"), delivery.get("metrics")
+    fix = ("drop --otlp-endpoint" if from_flag
+           else "unset the OTEL_EXPORTER_OTLP_*ENDPOINT variables")
+    lines = []
+    dead: str | None = None
+    if spans is not None and spans.failed:
+        dead = export_problems.probe(spans.endpoint)
+        lost = f"{spans.failed} span(s) could not be exported to {spans.endpoint}"
+        if dead is None:
+            lines.append(f"error: {lost} (it accepts connections but not the spans)")
+        else:
+            also = ""
+            if metrics is not None and metrics.failed and \
+                    export_problems.same_address(spans.endpoint, metrics.endpoint):
+                also = f", nor {metrics.failed} metrics export(s) to {metrics.endpoint}"
+                metrics = None  # told in this line
+            lines.append(f"error: {dead}: start your collector / Phoenix, or {fix} "
+                         f"({spans.failed} span(s) not exported{also})")
+    if metrics is not None and metrics.failed:
+        why = export_problems.probe(metrics.endpoint)
+        lines.append(
+            f"warning: {why}: {metrics.failed} metrics export(s) not sent" if why else
+            f"warning: {metrics.failed} metrics export(s) failed to {metrics.endpoint} "
+            "(a traces-only backend such as Phoenix or Jaeger takes no metrics: "
+            "use --metrics-port and Prometheus)")
+    return lines
 
 
 def _delivery_lines(delivery: dict[str, Any]) -> list[str]:

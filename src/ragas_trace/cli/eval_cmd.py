@@ -1,10 +1,14 @@
 """``ragas-trace eval``: pairwise agreement of a judge with known preferences, the
-way section 5 of the paper measures it. Each row (format of ``dev-cases.jsonl``)
-gives three pairs: faithfulness(answer) > faithfulness(ungrounded_answer),
+way section 5 of the paper measures it. Each row of ``--dataset`` gives three
+pairs: faithfulness(answer) > faithfulness(ungrounded_answer),
 answer_relevance(answer) > answer_relevance(poor_answer), and
 context_relevance(context) > context_relevance(context_padded). A tie counts 0.5,
 a pair with a failed or missing score 0. Rows are grouped by their ``split`` key
-("all" when absent)."""
+("all" when absent).
+
+A clone of the repository has such a file: tests/judges/local/dev_cases.jsonl
+(22 rows: 16 ordinary, 6 in the "hard" split), the project's development cases; it is
+not installed with the package."""
 
 from __future__ import annotations
 
@@ -17,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ragas_trace.cli import extras
 from ragas_trace.cli._batch import (
     InputError,
     Progress,
@@ -37,7 +42,9 @@ def register(subparsers: Any) -> None:
         "eval", help="measure a judge's pairwise agreement on a labelled data set",
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--dataset", type=Path, required=True, metavar="FILE.jsonl",
-                        help="rows with " + ", ".join(_FIELDS) + " and an optional split")
+                        help="JSON lines, one row a line with " + ", ".join(_FIELDS)
+                             + " and an optional split (e.g. "
+                               "tests/judges/local/dev_cases.jsonl in a clone)")
     parser.add_argument("--judge", default="local", metavar="local|openai",
                         help="local (default), openai or openai:MODEL (endpoint and key from "
                              "OPENAI_BASE_URL / OPENAI_API_KEY)")
@@ -61,6 +68,8 @@ class Outcome:
 
 
 def run(args: argparse.Namespace) -> int:
+    if not extras.require("eval", extras.judge_extras(args.judge)):
+        return extras.EXIT_MISSING_EXTRA
     from ragas_trace.judges import resolve_judge
 
     try:

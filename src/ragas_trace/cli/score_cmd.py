@@ -11,7 +11,8 @@ output may not be the input file (also through a symlink or another path to it).
 
 exit codes:
   0  every record scored (a metric may still have failed: see "ragas" in each line)
-  1  some lines were skipped, or the input has no records (nothing is written)
+  1  some lines were skipped (the others are written), or the input has no
+     records (nothing is written)
   2  bad arguments, the output is the input, or a file could not be read/written"""
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import IO, Any
 
+from ragas_trace.cli import extras
 from ragas_trace.cli._batch import (
     InputError,
     Progress,
@@ -46,9 +48,13 @@ def register(subparsers: Any) -> None:
     parser: argparse.ArgumentParser = subparsers.add_parser(
         "score", help="score saved records (JSON lines) with a judge",
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--input", type=Path, required=True, metavar="records.jsonl")
+    parser.add_argument("--input", type=Path, required=True, metavar="records.jsonl",
+                        help="the records to score, one JSON object a line: question, "
+                             "contexts (strings or objects with content), answer")
     parser.add_argument("--output", type=Path, required=True, metavar="scored.jsonl",
-                        help="'-' for standard output; never the input file")
+                        help="where the scored records go, one a line in input order, "
+                             "written atomically; '-' for standard output; never the "
+                             "input file")
     parser.add_argument("--judge", default="local", metavar="local|openai",
                         help="local (default), openai or openai:MODEL")
     parser.add_argument("--metrics", default=None, metavar="M1,M2",
@@ -59,6 +65,8 @@ def register(subparsers: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    if not extras.require("score", extras.judge_extras(args.judge)):
+        return extras.EXIT_MISSING_EXTRA
     from ragas_trace.judges import resolve_judge
 
     to_stdout = str(args.output) == "-"
@@ -96,7 +104,9 @@ def run(args: argparse.Namespace) -> int:
 async def score_file(path: Path, out: IO[str], judge: Judge, metrics: frozenset[Metric],
                      total: int, concurrency: int) -> int:
     """Score every record of ``path`` into ``out``; returns the number of bad lines."""
-    progress = Progress("score: records", total)
+    # A bad line is skipped (never judged); "failed" counts judged records with a
+    # failed or timed-out metric, so the two add up to what the summary says.
+    progress = Progress("score: lines", total, flag="with a failed metric")
     bad = 0
 
     def records() -> Iterator[tuple[int, RagRecord | str]]:
@@ -129,7 +139,7 @@ async def score_file(path: Path, out: IO[str], judge: Judge, metrics: frozenset[
         async for record, scores in in_order((job(item) for item in records()), concurrency):
             if isinstance(record, str) or scores is None:
                 print(f"ragas-trace score: skipped {record}", file=sys.stderr)
-                progress.advance(failed=True)
+                progress.advance(skipped=True)
                 continue
             out.write(json.dumps({**record.to_dict(), "ragas": scores.to_dict()},
                                  ensure_ascii=False) + "\n")

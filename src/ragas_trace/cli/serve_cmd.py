@@ -12,6 +12,7 @@ import sys
 import threading
 from typing import Any
 
+from ragas_trace.cli import extras
 from ragas_trace.gateway.settings import OPTIONS
 
 logger = logging.getLogger("ragas_trace.gateway")
@@ -44,14 +45,22 @@ def register(subparsers: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ragas_trace.gateway.logs import configure_logging
-    from ragas_trace.gateway.service import Gateway
     from ragas_trace.gateway.settings import GatewaySettings
 
     flags = {o.name: getattr(args, o.name) for o in OPTIONS}
     config = args.config or os.environ.get("RAGAS_GATEWAY_CONFIG") or None
     try:
         settings = GatewaySettings.load(flags, config_file=config)
+    except (ValueError, OSError) as exc:
+        print(f"ragas-trace serve: {exc}", file=sys.stderr)
+        return 2
+    # The receivers and the next hop are OTLP; the judge is known once settings are read.
+    if not extras.require("serve", ("otlp", *extras.judge_extras(settings.judge))):
+        return extras.EXIT_MISSING_EXTRA
+    from ragas_trace.gateway.logs import configure_logging
+    from ragas_trace.gateway.service import Gateway
+
+    try:
         gateway = Gateway(settings)
     except (ValueError, OSError, ImportError, RuntimeError) as exc:
         print(f"ragas-trace serve: {exc}", file=sys.stderr)

@@ -29,10 +29,13 @@ class RequestRow:
 
     @property
     def passed(self) -> bool | None:
-        """The answer's verdict: faithfulness and answer relevance both pass (context
-        relevance rates the retriever, not the answer); None when unscored."""
-        labels = [self.labels[m] for m in _ANSWER_METRICS]
-        if any(label is None for label in labels):
+        """The answer's verdict from its pass/fail labels: False when faithfulness or
+        answer relevance fails (context relevance rates the retriever, not the
+        answer), True when those labelled pass; None when neither has a label. One
+        label is enough: an evasive answer makes no statement, so it has no
+        faithfulness label, and fails answer relevance."""
+        labels = [label for m in _ANSWER_METRICS if (label := self.labels[m]) is not None]
+        if not labels:
             return None
         return all(label == "pass" for label in labels)
 
@@ -75,7 +78,10 @@ def render_table(rows: Sequence[RequestRow], width: int = 120, max_rows: int = 1
     lines = [header, "-" * len(header)]
     for i, row in enumerate(rows[:max_rows], 1):
         cells = " ".join(f"{_score_cell(row.scores[m], row.labels[m]):>8}" for m in Metric)
-        verdict = {True: "pass", False: "FAIL", None: row.status[:6]}[row.passed]
+        # No label: "-" for a scored row (a verdict cannot be read from its status),
+        # the status (timeout, failed...) for the rest.
+        unlabelled = "-" if row.status == "scored" else row.status[:6]
+        verdict = {True: "pass", False: "FAIL", None: unlabelled}[row.passed]
         worst = row.unsupported[0] if row.unsupported else ""
         lines.append(f"{i:>3} {_clip(row.question, q_width):<{q_width}} {cells} "
                      f"{verdict:<6} {_clip(worst, s_width)}")

@@ -9,6 +9,7 @@ import logging
 import os
 import random
 import time
+from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -73,9 +74,22 @@ class DemoResult:
     rows: list[RequestRow]
     spans_file: Path | None
     elapsed_s: float
-    scoring_finished: bool
+    requests: int
     # Per OTLP signal ("spans", "metrics") exported: what was delivered, and where.
     delivery: dict[str, Delivery] = field(default_factory=dict)
+
+    @property
+    def unscored(self) -> dict[str, int]:
+        """Requests that were not scored, by their evaluation status (``no span``: a
+        request whose root span never came back); empty when all were scored."""
+        counts = Counter(row.status for row in self.rows if row.status != "scored")
+        if len(self.rows) < self.requests:
+            counts["no span"] = self.requests - len(self.rows)
+        return dict(counts)
+
+    @property
+    def scoring_finished(self) -> bool:
+        return not self.unscored
 
 
 Progress = Callable[[str, int, int], None]
@@ -133,7 +147,6 @@ def run_demo(options: DemoOptions, progress: Progress | None = None) -> DemoResu
         tracer_provider=tracer_provider,
         meter_provider=meter_provider,
     )
-    finished = False
     try:
         handler = rt.langchain_handler(app_name=APP_NAME)
         behaviour = Behaviour(
@@ -151,18 +164,26 @@ def run_demo(options: DemoOptions, progress: Progress | None = None) -> DemoResu
             if options.interval_s:
                 time.sleep(options.interval_s)
         report("scoring", 0, 1)
-        finished = rt.force_flush(timeout_s=options.flush_timeout_s)
+        # What was not scored or not delivered is read from the spans and the
+        # delivery counts afterwards: this bool cannot tell the two apart.
+        rt.force_flush(timeout_s=options.flush_timeout_s)
         report("scoring", 1, 1)
         if options.linger_s:
             report("lingering", 0, 1)
             time.sleep(options.linger_s)
     finally:
-        if not rt.shutdown(timeout_s=options.flush_timeout_s):
+        stopping = time.monotonic()
+        clean = rt.shutdown(timeout_s=options.flush_timeout_s)
+        took = time.monotonic() - stopping
+        # A False with time to spare means spans not delivered: the delivery counts
+        # and the statuses of the rows say which, so only a real timeout is logged.
+        if not clean and took >= options.flush_timeout_s:
             logger.warning("ragas-trace did not shut down within %.0f s",
                            options.flush_timeout_s)
         tracer_provider.shutdown()
         if meter_provider is not None:
             meter_provider.shutdown()
     rows = rows_from_spans(shown.spans(), judge.scores_for)
-    return DemoResult(rows, spans_file, time.monotonic() - started, finished, delivery)
+    return DemoResult(rows, spans_file, time.monotonic() - started, options.requests,
+                      delivery)
 

@@ -40,6 +40,10 @@ logger = logging.getLogger("ragas_trace")
 
 OnLost = Callable[[int, str], None]
 LOST_REASONS = ("queue_full", "export_failed", "shutdown")
+# The loss warnings, by template: a command that counts its deliveries itself (the
+# demo) folds them into its own report.
+LOST_MESSAGE = "ragas-trace: %d span(s) not exported (%s); counted in ragas_export_lost_total"
+LOST_FOUND_MESSAGE = "ragas-trace: %d span(s) not exported, found by %s (total by reason: %s)"
 # The SDK's BatchSpanProcessor settings, read from the same environment variables.
 _MAX_QUEUE = Setting("max_queue_size", "OTEL_BSP_MAX_QUEUE_SIZE", 2048, integer(1),
                      "spans waiting for export")
@@ -200,8 +204,7 @@ class ExportQueue(SpanProcessor):
             first = reason not in self._warned
             self._warned.add(reason)
         if first:
-            logger.warning("ragas-trace: %d span(s) not exported (%s); counted in "
-                           "ragas_export_lost_total", count, reason)
+            logger.warning(LOST_MESSAGE, count, reason)
         if self._on_lost is not None:
             try:
                 self._on_lost(count, reason)
@@ -215,8 +218,7 @@ class ExportQueue(SpanProcessor):
             new, self._reported = total - self._reported, total
             by_reason = ", ".join(f"{r} {n}" for r, n in sorted(self.lost.items()))
         if new:
-            logger.warning("ragas-trace: %d span(s) not exported, found by %s "
-                           "(total by reason: %s)", new, when, by_reason)
+            logger.warning(LOST_FOUND_MESSAGE, new, when, by_reason)
         return new
 
 
