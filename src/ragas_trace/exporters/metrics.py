@@ -15,7 +15,11 @@ Prometheus exporter's translation gives exactly these series (a test scrapes the
 | histogram `ragas.judge.tokens` | `ragas_judge_tokens_*` | type = prompt / completion |
 | histogram `ragas.judge.duration` (s) | `ragas_judge_duration_seconds_*` | judge |
 | counter `ragas.export.lost` | `ragas_export_lost_total` | signal, reason |
-| counter `ragas.annotations` | `ragas_annotations_total` | sink, outcome (sent, failed, dropped) |
+| counter `ragas.annotations` | `ragas_annotations_total` | sink, outcome (see below) |
+
+``ragas.annotations`` counts Phoenix / Langfuse annotations by what the backend
+confirmed: ``stored``, ``refused``, ``lost`` (each annotation ends as one of them)
+and ``retried`` (each re-send).
 
 ``ragas.export.lost`` counts spans that never reached the backend: ``queue_full``
 (the export queue was full), ``export_failed`` (the exporter failed or raised),
@@ -80,7 +84,7 @@ class ScorerMetrics:
             "ragas.export.lost", description="spans that never reached the backend, by reason")
         self._annotations = meter.create_counter(
             "ragas.annotations",
-            description="score annotations written to Phoenix / Langfuse, by outcome")
+            description="score annotations for Phoenix / Langfuse, by what the backend confirmed")
         self._held: Callable[[], int] = lambda: 0
         self._queued: Callable[[], int] = lambda: 0
         meter.create_observable_gauge("ragas.held_spans", callbacks=[self._observe_held],
