@@ -197,6 +197,28 @@ def test_each_scored_passage_gets_a_document_annotation_on_its_retriever(make_ri
         ("LLM", "scripted")}
 
 
+def test_the_llm_judge_extracted_sentences_give_the_passage_verdicts(make_rig, fake, counted):
+    from ragas_trace.judges.openai_judge import OpenAIJudge
+    from ragas_trace.testing.openai_server import FakeOpenAIServer
+
+    docs = ("Paris is the capital of France. It has 2 million people.",
+            "Berlin is in Germany.")
+    with FakeOpenAIServer() as server:
+        judge = OpenAIJudge(base_url=server.base_url, api_key="sk-test")
+        sinks = _sinks([PhoenixAnnotations(fake.url, "px-key")], counted)
+        rig = make_rig(judge, timeout_s=10.0, annotations=sinks, thresholds=THRESHOLDS)
+        rag_request(rig.tracer, docs=docs)
+        assert rig.processor.force_flush(20_000)
+        rig.processor.shutdown(5.0)
+    (root,) = rig.named("rag")
+    assert root.attributes[sc.RAGAS_CONTEXT_RELEVANCE] == pytest.approx(1 / 3)
+    items = sorted(fake.phoenix_annotations("/v1/document_annotations"),
+                   key=lambda i: i["document_position"])
+    assert [(i["result"]["score"], i["result"]["label"]) for i in items] == [
+        (0.5, "relevant"), (0.0, "irrelevant")]
+    assert {i["metadata"]["judge"] for i in items} == {judge.name}
+
+
 def test_passages_the_judge_did_not_score_get_no_verdict():
     contexts = ["A one. A two.", "B one."]
     assert passage_shares(contexts, ["A two.", "B one."], 3) == {
