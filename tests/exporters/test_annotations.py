@@ -172,6 +172,21 @@ def test_annotation_configs_are_created_once_and_an_existing_one_is_kept(make_ri
     assert fake.rejected == []
 
 
+def test_a_key_that_may_not_create_configs_is_not_asked_again(make_rig, fake, counted,
+                                                               caplog):
+    fake.fail_next(403)  # the first lookup
+    sinks = _sinks([PhoenixAnnotations(fake.url, "px-key")], counted)
+    rig = make_rig(annotations=sinks)
+    with caplog.at_level(logging.WARNING, logger="ragas_trace"):
+        for _ in range(2):
+            rag_request(rig.tracer)
+            assert rig.processor.force_flush(10_000)
+    assert "annotation config faithfulness not created" in caplog.text
+    # One refused lookup, then the other two metrics' configs; no retry of the first.
+    assert sorted(fake.configs) == ["answer_relevance", "context_relevance"]
+    assert counted.outcomes() == {("phoenix", "stored"): 12}
+
+
 def test_each_scored_passage_gets_a_document_annotation_on_its_retriever(make_rig, fake,
                                                                          counted):
     docs = ("Paris is the capital of France. It has 2 million people.",

@@ -21,6 +21,7 @@ passage has one of each name)."""
 
 from __future__ import annotations
 
+import logging
 import re
 import urllib.parse
 from collections.abc import Mapping, Sequence
@@ -30,6 +31,8 @@ from ragas_trace.exporters.annotations.http import request_json
 from ragas_trace.exporters.annotations.queue import ItemFailure, SendError
 from ragas_trace.exporters.annotations.scores import DOCUMENT, SPAN, TRACE, ScoreAnnotation
 from ragas_trace.results import Metric
+
+logger = logging.getLogger("ragas_trace")
 
 DEFAULT_ENDPOINT = "http://localhost:6006"
 ANNOTATIONS_PATH = "/v1/span_annotations"
@@ -110,23 +113,28 @@ class PhoenixAnnotations:
     def ensure_configs(self, timeout_s: float) -> None:
         """Create the metrics' annotation configs that do not exist yet (a lookup by
         name first, so an existing one, perhaps edited by a person, is kept). A
-        failure is retried with the next batch; annotations do not wait for it."""
+        network or server error is retried with the next batch; a refusal (say, a key
+        without the right to create configs) is logged once and not retried.
+        Annotations never wait for configs."""
         for metric in Metric:
             if metric in self._configured:
                 continue
             path = f"{CONFIGS_PATH}/{urllib.parse.quote(str(metric))}"
             try:
-                request_json("GET", self.base + path, None, self._headers, timeout_s)
-            except SendError as exc:
-                if exc.status != 404:
-                    return
                 try:
+                    request_json("GET", self.base + path, None, self._headers, timeout_s)
+                except SendError as exc:
+                    if exc.status != 404:
+                        raise
                     request_json("POST", self.base + CONFIGS_PATH,
                                  config_body(metric, self._thresholds.get(str(metric), 0.5)),
                                  self._headers, timeout_s)
-                except SendError as created:
-                    if created.status != 409:  # 409: made meanwhile, by name
-                        return
+            except SendError as exc:
+                if exc.retry or exc.status is None:
+                    return  # Phoenix unreachable or busy: next batch
+                if exc.status != 409:  # 409: made meanwhile, by name
+                    logger.warning("ragas-trace: Phoenix annotation config %s not created: "
+                                   "%s", metric, exc)
             self._configured.add(metric)
 
     def _send_group(self, target: str, group: list[ScoreAnnotation], timeout_s: float
