@@ -50,7 +50,7 @@ def test_a_bad_environment_value_logs_and_falls_back(caplog):
     with caplog.at_level(logging.WARNING, logger="ragas_trace"):
         settings = Settings.load(env=env)
     assert settings.sample_rate == 1.0
-    assert settings.evaluation_spans is True
+    assert settings.evaluation_spans is None and settings.emit_evaluation_spans  # auto
     assert settings.content == "drop"  # case-insensitive, valid
     assert settings.metrics_port is None
     logged = caplog.text

@@ -30,6 +30,16 @@ from ragas_trace._settings import (
 from ragas_trace.exporters.annotations import DEFAULT_ENDPOINT, DEFAULT_HOST, annotation_names
 
 
+def _auto_boolean(value: object) -> bool | None:
+    """``auto`` (``None``: the code decides) or a boolean."""
+    if isinstance(value, str) and value.strip().lower() == "auto":
+        return None
+    try:
+        return boolean(value)
+    except ValueError:
+        raise ValueError(f"expected auto, true or false, got {value!r}") from None
+
+
 def _judge(value: object) -> str:
     lowered = text(value).lower()
     name, _, model = lowered.partition(":")
@@ -93,14 +103,19 @@ SETTINGS: tuple[Setting, ...] = (
             "through the `redact` function (keyword only)"),
     Setting("max_content_chars", "RAGAS_TRACE_MAX_CONTENT_CHARS", 0, integer(0),
             "truncate each exported content attribute to this many characters (0 = no limit)"),
-    Setting("evaluation_spans", "RAGAS_TRACE_EVALUATION_SPANS", True, boolean,
-            "emit an EVALUATOR span linked to each scored span"),
+    Setting("evaluation_spans", "RAGAS_TRACE_EVALUATION_SPANS", None, _auto_boolean,
+            "emit an EVALUATOR span (a trace of its own) linked to each scored span: "
+            "`auto` (default) = on, except with Phoenix annotations and no "
+            "`evaluation_project` (they would fill the app's trace list); `true`, `false`"),
+    Setting("evaluation_project", "RAGAS_TRACE_EVALUATION_PROJECT", None, optional(text),
+            "Phoenix project (`openinference.project.name`) for the evaluation spans "
+            "ragas-trace exports, apart from the app's; with `auto` it turns them on"),
     Setting("project_from_service", "RAGAS_TRACE_PROJECT_FROM_SERVICE", False, boolean,
             "file spans of a provider we create under the Phoenix project named after the "
             "service (`openinference.project.name`), unless already set"),
     Setting("annotations", "RAGAS_TRACE_ANNOTATIONS", (), annotation_names,
-            "also write each score as a Phoenix span annotation and/or Langfuse score: "
-            "`phoenix`, `langfuse` or `phoenix,langfuse`"),
+            "also write each score as Phoenix annotations (span, trace, per passage) "
+            "and/or a Langfuse score: `phoenix`, `langfuse` or `phoenix,langfuse`"),
     Setting("phoenix_endpoint", "PHOENIX_COLLECTOR_ENDPOINT", DEFAULT_ENDPOINT, text,
             "Phoenix's base URL, for its annotations API"),
     Setting("phoenix_api_key", "PHOENIX_API_KEY", None, optional(text),
@@ -114,7 +129,8 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("annotation_queue_size", "RAGAS_TRACE_ANNOTATION_QUEUE_SIZE", 10000, integer(1),
             "annotations waiting to be sent, per backend; past it they are dropped (counted)"),
     Setting("annotation_retry_s", "RAGAS_TRACE_ANNOTATION_RETRY_S", 30.0, number(0.0),
-            "how long a batch of annotations is retried while its backend fails"),
+            "how long an annotation is retried (with backoff) while its backend fails or "
+            "does not have its span yet; then it is counted lost"),
     Setting("metrics_port", "RAGAS_TRACE_METRICS_PORT", None, optional(port),
             "serve a Prometheus scrape endpoint on this port (0 = any free port)"),
     Setting("metrics_host", "RAGAS_TRACE_METRICS_HOST", "127.0.0.1", text,
@@ -157,7 +173,8 @@ class Settings:
     threshold_context_relevance: float
     content: str
     max_content_chars: int
-    evaluation_spans: bool
+    evaluation_spans: bool | None
+    evaluation_project: str | None
     project_from_service: bool
     annotations: tuple[str, ...]
     phoenix_endpoint: str
@@ -194,6 +211,15 @@ class Settings:
     @property
     def effective_score_timeout_s(self) -> float:
         return self.score_timeout_s if self.score_timeout_s is not None else self.hold_timeout_s
+
+    @property
+    def emit_evaluation_spans(self) -> bool:
+        """``evaluation_spans`` with ``auto`` resolved: Phoenix shows the annotations
+        on the request's own spans, so there an evaluation trace per request only
+        crowds the app's trace list, unless routed to a project of its own."""
+        if self.evaluation_spans is not None:
+            return self.evaluation_spans
+        return self.evaluation_project is not None or "phoenix" not in self.annotations
 
     @property
     def thresholds(self) -> dict[str, float]:

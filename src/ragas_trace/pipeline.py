@@ -66,7 +66,7 @@ def annotation_sinks(settings: Settings, metrics: ScorerMetrics,
         settings.annotations, phoenix_endpoint=settings.phoenix_endpoint,
         phoenix_api_key=settings.phoenix_api_key, langfuse_host=settings.langfuse_host,
         langfuse_public_key=settings.langfuse_public_key,
-        langfuse_secret_key=settings.langfuse_secret_key)
+        langfuse_secret_key=settings.langfuse_secret_key, thresholds=settings.thresholds)
     if not chosen:
         return None
     return AnnotationSinks(chosen, metrics, policy, settings.thresholds,
@@ -120,7 +120,8 @@ def build_pipeline(
         thresholds=settings.thresholds,
         content_policy=policy,
         metrics=metrics,
-        evaluation_spans=settings.evaluation_spans,
+        evaluation_spans=settings.emit_evaluation_spans,
+        evaluation_project=settings.evaluation_project,
         evaluation_tracer=evaluation_tracer,
         annotations=annotations,
     )

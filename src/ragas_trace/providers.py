@@ -86,17 +86,21 @@ def span_exporter(choice: str) -> SpanExporter | None:
     return otlp_span_exporter()
 
 
-def otlp_span_exporter(endpoint: str | None = None) -> SpanExporter:
-    """An OTLP span exporter (protocol from the environment) to ``otlp_endpoint``."""
+def otlp_span_exporter(endpoint: str | None = None,
+                       headers: Mapping[str, str] | None = None) -> SpanExporter:
+    """An OTLP span exporter (protocol from the environment) to ``otlp_endpoint``;
+    ``headers``, when given, replace ``OTEL_EXPORTER_OTLP_*HEADERS``."""
     url = otlp_endpoint("traces", endpoint)
+    given = dict(headers) if headers is not None else None
     try:
         if _otlp_protocol("traces") == "grpc":
             from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import (
                 OTLPSpanExporter as GrpcSpanExporter,
             )
-            return GrpcSpanExporter(endpoint=url)
+            return GrpcSpanExporter(endpoint=url,
+                                    headers=tuple(given.items()) if given else None)
         from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
-        return OTLPSpanExporter(endpoint=url)
+        return OTLPSpanExporter(endpoint=url, headers=given)
     except ImportError as exc:
         raise ImportError(f"the OTLP exporter needs the otlp extra: {_OTLP_EXTRA}") from exc
 

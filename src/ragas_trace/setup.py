@@ -8,15 +8,20 @@ travel on evaluation spans (linked to the evaluated span) and metrics. Otherwise
 it creates a provider, sets it as the global one, and exports through
 ``exporter`` (default: OTLP when ``OTEL_EXPORTER_OTLP_ENDPOINT`` is set, else
 nothing but metrics); with ``project_from_service`` that provider's spans go to the
-Phoenix project named after the service. Likewise for metrics: ``metrics_port`` serves a Prometheus
+Phoenix project named after the service; to Langfuse's OTLP endpoint it adds the
+basic auth built from ``LANGFUSE_PUBLIC_KEY`` / ``LANGFUSE_SECRET_KEY`` and the
+ingestion-version header. Likewise for metrics: ``metrics_port`` serves a Prometheus
 endpoint; else an existing global SDK ``MeterProvider`` is used; else OTLP
-metrics when an endpoint is configured."""
+metrics when an endpoint is configured, unless it is a traces-only backend
+(Phoenix, Langfuse) and no metrics endpoint was named."""
 
 from __future__ import annotations
 
 import logging
+import os
 import time
 import weakref
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from opentelemetry import trace as trace_api
@@ -25,11 +30,14 @@ from opentelemetry.sdk.metrics import MeterProvider as SdkMeterProvider
 from opentelemetry.sdk.resources import SERVICE_NAME, Resource
 from opentelemetry.sdk.trace import SpanProcessor, TracerProvider
 from opentelemetry.sdk.trace.export import SpanExporter
+from opentelemetry.util.re import parse_env_headers
 
 from ragas_trace import exit_flush, providers
 from ragas_trace import semconv as sc
 from ragas_trace._deadline import call_within, remaining
 from ragas_trace.config import Settings
+from ragas_trace.exporters.annotations.langfuse import is_langfuse_otlp, otlp_headers
+from ragas_trace.exporters.annotations.phoenix import base_url as phoenix_base_url
 from ragas_trace.exporters.content_policy import Redactor
 from ragas_trace.judges.base import Judge
 from ragas_trace.pipeline import ScoringPipeline, build_pipeline
@@ -202,7 +210,7 @@ def setup(
         meter_provider = prometheus.meter_provider
     elif meter_provider is None:
         meter_provider = providers.existing_meter_provider()
-        if meter_provider is None and providers.otlp_configured("metrics"):
+        if meter_provider is None and otlp_metrics_wanted(resolved):
             meter_provider = providers.otlp_meter_provider(provider.resource)
             owns_meter_provider = True
     meter_provider = meter_provider or NoOpMeterProvider()
@@ -234,7 +242,52 @@ def choose_downstream(settings: Settings, exporter: SpanExporter | SpanProcessor
     choice = settings.exporter
     if choice == "auto":
         choice = "otlp" if not joined and providers.otlp_configured("traces") else "none"
+    traces_url = providers.otlp_endpoint("traces") or ""
+    if choice == "otlp" and is_langfuse_otlp(traces_url):
+        return providers.otlp_span_exporter(headers=otlp_headers(
+            settings.langfuse_public_key, settings.langfuse_secret_key, _env_headers()))
     return providers.span_exporter(choice)
+
+
+def _env_headers(env: Mapping[str, str] | None = None) -> dict[str, str]:
+    """``OTEL_EXPORTER_OTLP_TRACES_HEADERS``, else ``..._HEADERS``, as the SDK reads them."""
+    environ = os.environ if env is None else env
+    raw = (environ.get("OTEL_EXPORTER_OTLP_TRACES_HEADERS")
+           or environ.get("OTEL_EXPORTER_OTLP_HEADERS") or "")
+    return dict(parse_env_headers(raw, liberal=True))
+
+
+def traces_only_backend(settings: Settings, endpoint: str | None = None,
+                        env: Mapping[str, str] | None = None) -> bool:
+    """Whether the OTLP endpoint (``endpoint``, else the environment's) is one that
+    takes traces only: Langfuse's (``/api/public/otel``), or Phoenix's (its REST base,
+    or annotations going to Phoenix or Langfuse, which means that is where the
+    traces go). Phoenix answers OTLP metrics with 405 / UNIMPLEMENTED."""
+    if settings.annotations:
+        return True
+    url = providers.otlp_endpoint("traces", endpoint, env=env) or ""
+    if is_langfuse_otlp(url):
+        return True
+    phoenix = phoenix_base_url(settings.phoenix_endpoint)
+    return bool(url) and phoenix_base_url(providers.signal_url(url, "traces")) == phoenix
+
+
+def otlp_metrics_wanted(settings: Settings, endpoint: str | None = None,
+                        env: Mapping[str, str] | None = None) -> bool:
+    """OTLP metrics when an endpoint is configured (or ``endpoint`` given), except to
+    a traces-only backend unless asked for by name
+    (``OTEL_EXPORTER_OTLP_METRICS_ENDPOINT``)."""
+    environ = os.environ if env is None else env
+    if environ.get("OTEL_EXPORTER_OTLP_METRICS_ENDPOINT", "").strip():
+        return True
+    if not (endpoint or providers.otlp_configured("metrics", environ)):
+        return False
+    if traces_only_backend(settings, endpoint, environ):
+        logger.info("ragas-trace: the OTLP endpoint takes traces only (Phoenix / Langfuse): "
+                    "no OTLP metrics (set OTEL_EXPORTER_OTLP_METRICS_ENDPOINT or "
+                    "metrics_port for them)")
+        return False
+    return True
 
 
 _live: weakref.WeakSet[RagasTrace] = weakref.WeakSet()

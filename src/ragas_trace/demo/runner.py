@@ -20,7 +20,7 @@ from opentelemetry.sdk.trace.export import SpanExporter
 import ragas_trace
 from ragas_trace import providers
 from ragas_trace._settings import resolve
-from ragas_trace.config import SETTINGS
+from ragas_trace.config import SETTINGS, Settings
 from ragas_trace.demo.app import APP_NAME, build_chain
 from ragas_trace.demo.behaviour import Behaviour
 from ragas_trace.demo.corpus import QUESTIONS, DemoQuestion
@@ -35,7 +35,7 @@ from ragas_trace.demo.exporting import (
 from ragas_trace.demo.recording import RecordingJudge
 from ragas_trace.demo.report import RequestRow, rows_from_spans
 from ragas_trace.judges import resolve_judge
-from ragas_trace.setup import service_resource
+from ragas_trace.setup import otlp_metrics_wanted, service_resource
 
 logger = logging.getLogger(__name__)
 
@@ -124,8 +124,9 @@ def run_demo(options: DemoOptions, progress: Progress | None = None) -> DemoResu
         span_exporter = otlp_span_exporter(options.otlp_endpoint)
         exporters.append(span_exporter)
         delivery["spans"] = span_exporter.delivery
+        # Not to Phoenix or Langfuse, which take no metrics (405 / UNIMPLEMENTED).
         if options.metrics_port is None and \
-                (options.otlp_endpoint or providers.otlp_configured("metrics")):
+                otlp_metrics_wanted(Settings.load(), options.otlp_endpoint):
             meter_provider, delivery["metrics"] = otlp_meter_provider(options.otlp_endpoint,
                                                                       service)
     elif options.out_dir is not None:

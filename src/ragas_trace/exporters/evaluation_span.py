@@ -19,6 +19,7 @@ from collections.abc import Iterator, Mapping
 
 from opentelemetry import trace as trace_api
 from opentelemetry.context import Context
+from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import Event, ReadableSpan
 from opentelemetry.sdk.trace.id_generator import RandomIdGenerator
 from opentelemetry.sdk.util.instrumentation import InstrumentationScope
@@ -36,11 +37,25 @@ _ids = RandomIdGenerator()
 Attrs = dict[str, AttributeValue]
 
 
+# Why a metric carries no number, in words a reader of a score card understands.
+_STATUS_PHRASES: Mapping[MetricStatus, str] = {
+    MetricStatus.NO_STATEMENTS: "the answer makes no claim to check (a refusal or empty)",
+    MetricStatus.NO_ANSWER: "the request produced no answer",
+    MetricStatus.NO_QUESTION: "no question was captured",
+    MetricStatus.NO_CONTEXT: "nothing was retrieved",
+    MetricStatus.FAILED: "the judge failed",
+    MetricStatus.TIMEOUT: "the judge did not answer in time",
+    MetricStatus.SKIPPED: "not requested",
+}
+
+
 def explanation(metric: Metric, result: MetricResult, scores: Scores) -> str:
-    """A content-free explanation: counts for scored metrics, the status otherwise."""
+    """A content-free explanation: counts for scored metrics; what the status means
+    (and the judge's reason, which names limits and errors, never content) otherwise."""
     if result.value is None:
-        return (f"{result.status}: {short_reason(result.reason)}" if result.reason
-                else str(result.status))
+        phrase = _STATUS_PHRASES.get(result.status, str(result.status))
+        return short_reason(f"{result.status}: {phrase}"
+                            + (f" ({result.reason})" if result.reason else ""))
     if metric is Metric.FAITHFULNESS and scores.statements:
         supported = sum(1 for s in scores.statements if s.supported)
         return f"{supported} of {len(scores.statements)} statements supported by the context"
@@ -48,9 +63,11 @@ def explanation(metric: Metric, result: MetricResult, scores: Scores) -> str:
         return (f"{len(scores.kept_sentences)} of {scores.context_sentences} context "
                 "sentences needed to answer")
     if metric is Metric.ANSWER_RELEVANCE and scores.generated_questions:
-        return (f"mean similarity of {len(scores.generated_questions)} questions "
-                "generated from the answer")
-    return str(result.status)
+        return (f"mean similarity to the question of {len(scores.generated_questions)} "
+                "questions generated from the answer")
+    if metric is Metric.ANSWER_RELEVANCE:
+        return "similarity of the answer to the question"
+    return f"{metric}: {result.value:.2f}"
 
 
 def _metric_results(scores: Scores) -> Iterator[tuple[Metric, MetricResult]]:
@@ -103,10 +120,11 @@ def new_trace_id() -> int:
 
 
 def build_evaluation_span(evaluated: ReadableSpan, outcome: Outcome, judge: str,
-                          thresholds: Mapping[str, float], trace_id: int | None = None
-                          ) -> ReadableSpan | None:
+                          thresholds: Mapping[str, float], trace_id: int | None = None,
+                          project: str | None = None) -> ReadableSpan | None:
     """A finished EVALUATOR span for ``evaluated``, root of trace ``trace_id`` (default:
-    a new one), or ``None`` if ``evaluated`` has no context."""
+    a new one), in the evaluated span's resource (with Phoenix project ``project``
+    when given), or ``None`` if ``evaluated`` has no context."""
     target = evaluated.context
     if target is None:
         return None
@@ -120,7 +138,8 @@ def build_evaluation_span(evaluated: ReadableSpan, outcome: Outcome, judge: str,
         name=SPAN_NAME,
         context=context,
         parent=None,
-        resource=evaluated.resource,
+        resource=(evaluated.resource if project is None else evaluated.resource.merge(
+            Resource({sc.OPENINFERENCE_PROJECT_NAME: project}))),
         attributes=evaluation_attributes(outcome, judge, thresholds),
         events=events,
         links=[trace_api.Link(target)],

@@ -26,7 +26,7 @@ import threading
 import time
 import weakref
 from collections import Counter, deque
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 from opentelemetry import context as otel_context
 from opentelemetry.context import Context
@@ -39,6 +39,8 @@ from ragas_trace._settings import Setting, integer, number, resolve
 logger = logging.getLogger("ragas_trace")
 
 OnLost = Callable[[int, str], None]
+# Spans that left (True: the exporter took them) or never will (False).
+OnSettled = Callable[[Sequence[ReadableSpan], bool], None]
 LOST_REASONS = ("queue_full", "export_failed", "shutdown")
 # The loss warnings, by template: a command that counts its deliveries itself (the
 # demo) folds them into its own report.
@@ -60,7 +62,7 @@ class ExportQueue(SpanProcessor):
 
     def __init__(self, exporter: SpanExporter, *, max_queue_size: int | None = None,
                  max_batch_size: int | None = None, schedule_delay_s: float | None = None,
-                 on_lost: OnLost | None = None) -> None:
+                 on_lost: OnLost | None = None, on_settled: OnSettled | None = None) -> None:
         """Unset sizes and delay come from ``OTEL_BSP_*`` as the SDK's processor reads
         them, else its defaults (2048, 512, 5 s); a bad argument raises ``ValueError``."""
         self.exporter = exporter
@@ -76,6 +78,7 @@ class ExportQueue(SpanProcessor):
             self._max_batch = self._max_queue
         self._export_at = max(1, min(self._max_batch, self._max_queue // 2))
         self._on_lost = on_lost
+        self._on_settled = on_settled
         self.delivered = 0
         self.lost: Counter[str] = Counter()
         self._reported = 0  # losses already reported by a flush or shutdown
@@ -111,6 +114,7 @@ class ExportQueue(SpanProcessor):
                     self._wake.notify()
         if refused is not None:
             self._count_lost(1, refused)
+            self._settle([span], False)
 
     def force_flush(self, timeout_millis: int = 30000) -> bool:
         """Export everything queued; ``False`` if the deadline came first or a span was
@@ -133,12 +137,13 @@ class ExportQueue(SpanProcessor):
             self._closed = True
             self._wake.notify()
             done = self._wait_idle(deadline)
-            left = 0
+            cleared: list[ReadableSpan] = []
             if not done:
                 self._aborted = True
-                left = len(self._queue)
+                cleared = list(self._queue)
                 self._queue.clear()
-        self._count_lost(left, "shutdown")
+        self._count_lost(len(cleared), "shutdown")
+        self._settle(cleared, False)
         # At the deadline this cuts an exporter's retries short; its batch in flight
         # then fails and is counted as lost to the shutdown.
         call_within(self.exporter.shutdown, max(0.05, remaining(deadline)), "exporter shutdown")
@@ -195,6 +200,15 @@ class ExportQueue(SpanProcessor):
                 self.delivered += len(batch)
         else:
             self._count_lost(len(batch), "shutdown" if self._aborted else "export_failed")
+        self._settle(batch, ok)
+
+    def _settle(self, spans: Sequence[ReadableSpan], exported: bool) -> None:
+        if self._on_settled is None or not spans:
+            return
+        try:
+            self._on_settled(spans, exported)
+        except Exception as exc:
+            logger.warning("ragas-trace: after-export hook failed: %s", exc)
 
     def _count_lost(self, count: int, reason: str) -> None:
         if count <= 0:

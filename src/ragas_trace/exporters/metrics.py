@@ -15,8 +15,12 @@ Prometheus exporter's translation gives exactly these series (a test scrapes the
 | histogram `ragas.judge.tokens` | `ragas_judge_tokens_*` | type = prompt / completion |
 | histogram `ragas.judge.duration` (s) | `ragas_judge_duration_seconds_*` | judge |
 | counter `ragas.export.lost` | `ragas_export_lost_total` | signal, reason |
-| counter `ragas.annotations` | `ragas_annotations_total` | sink, outcome (sent, failed, dropped) |
+| counter `ragas.annotations` | `ragas_annotations_total` | sink, outcome (see below) |
 | counter `ragas.metrics.folded_labels` | `ragas_metrics_folded_labels_total` | label |
+
+``ragas.annotations`` counts Phoenix / Langfuse annotations by what the backend
+confirmed: ``stored``, ``refused``, ``lost`` (each annotation ends as one of them)
+and ``retried`` (each re-send).
 
 ``app`` is the only label fed by span data: it takes at most ``max_apps`` values
 (setting ``max_app_labels``); requests of later apps are recorded as ``other``, and
@@ -89,7 +93,7 @@ class ScorerMetrics:
             "ragas.export.lost", description="spans that never reached the backend, by reason")
         self._annotations = meter.create_counter(
             "ragas.annotations",
-            description="score annotations written to Phoenix / Langfuse, by outcome")
+            description="score annotations for Phoenix / Langfuse, by what the backend confirmed")
         self._folded = meter.create_counter(
             "ragas.metrics.folded_labels",
             description="RAG requests whose label value was recorded as 'other' (a cap)")

@@ -31,6 +31,7 @@ from ragas_trace import semconv as sc
 from ragas_trace._deadline import call_within, remaining
 from ragas_trace._internal_errors import record_internal_error
 from ragas_trace.exporters.annotations import AnnotationSinks
+from ragas_trace.exporters.annotations.sinks import Prepared
 from ragas_trace.exporters.content_policy import ContentPolicy
 from ragas_trace.exporters.evaluation_span import (
     build_evaluation_span,
@@ -86,6 +87,7 @@ class ScoringSpanProcessor(SpanProcessor):
         content_policy: ContentPolicy | None = None,
         metrics: ScorerMetrics | None = None,
         evaluation_spans: bool = True,
+        evaluation_project: str | None = None,
         evaluation_tracer: Tracer | None = None,
         annotations: AnnotationSinks | None = None,
     ) -> None:
@@ -100,13 +102,17 @@ class ScoringSpanProcessor(SpanProcessor):
         self.thresholds = dict(thresholds or DEFAULT_THRESHOLDS)
         self.policy = content_policy or ContentPolicy()
         self.metrics = metrics or ScorerMetrics(NoOpMeterProvider(), "")
+        self.annotations = annotations
+        # Annotations of a root copy we export wait for its export (see _settled).
+        self._awaiting: dict[tuple[int, int], Prepared] = {}
         if isinstance(downstream, SpanExporter):
-            downstream = ExportQueue(downstream, on_lost=self.metrics.export_lost)
+            downstream = ExportQueue(downstream, on_lost=self.metrics.export_lost,
+                                     on_settled=self._settled if annotations else None)
         self._downstream = downstream
         self.metrics.observe(held=lambda: self.held_count, queued=lambda: scorer.queued)
         self._evaluation_spans = evaluation_spans
+        self._evaluation_project = evaluation_project
         self._evaluation_tracer = evaluation_tracer
-        self.annotations = annotations
         self._traces = TraceBuffer(max_open_traces)
         self._lock = threading.Lock()
         self._wake = threading.Condition(self._lock)
@@ -154,16 +160,19 @@ class ScoringSpanProcessor(SpanProcessor):
             self.on_end(span)
 
     def force_flush(self, timeout_millis: int = 30000) -> bool:
-        """Wait for scoring in progress (its spans then leave), then flush the
-        annotations and downstream; all within the timeout (the last part of it, up to
-        1 s, kept for the export). ``False`` if something was not done or not
-        delivered. Never raises."""
+        """Wait for scoring in progress (its spans then leave), then flush downstream,
+        then the annotations (sent once their spans left); all within the timeout (the
+        last part of it, up to 1 s, kept for the export, and with annotations the last
+        part of that for them). ``False`` if something was not done or not delivered.
+        Never raises."""
         deadline = time.monotonic() + max(0, timeout_millis) / 1000.0
         drained = self.scorer.drain(remaining(_judge_deadline(deadline)))
-        # The annotations share the judge's part of the deadline: the export keeps its own.
-        annotated = (self.annotations is None
-                     or self.annotations.force_flush(remaining(_judge_deadline(deadline))))
-        return self._flush_downstream(deadline) and drained and annotated
+        if self.annotations is None:
+            return self._flush_downstream(deadline) and drained
+        # Annotations leave after their spans' export: theirs is the last part.
+        exported = self._flush_downstream(_judge_deadline(deadline))
+        annotated = self.annotations.force_flush(remaining(deadline))
+        return exported and drained and annotated
 
     def stop_scoring(self, timeout_s: float) -> bool:
         """Give the judge up to ``timeout_s`` to finish what it has, then stop it: the
@@ -193,9 +202,11 @@ class ScoringSpanProcessor(SpanProcessor):
             self._held.clear()
         for held in leftovers:
             self._release(held.span, EvaluationStatus.DROPPED, "shutdown")
-        annotated = (self.annotations is None
-                     or self.annotations.shutdown(remaining(_judge_deadline(deadline))))
-        delivered = self._shutdown_downstream(deadline)
+        if self.annotations is None:
+            delivered, annotated = self._shutdown_downstream(deadline), True
+        else:  # annotations leave after their spans' export: theirs is the last part
+            delivered = self._shutdown_downstream(_judge_deadline(deadline))
+            annotated = self.annotations.shutdown(remaining(deadline))
         self._reaper.join(min(0.1, remaining(deadline)))
         return drained and delivered and annotated
 
@@ -249,13 +260,17 @@ class ScoringSpanProcessor(SpanProcessor):
             self._drop(span, refused)
             return
         source = functools.partial(extract_record, [span, *descendants], root=span)
-        if not self.scorer.submit(source, functools.partial(self._scored, span)):
+        # The RETRIEVER spans, for per-passage annotations of the passages they returned.
+        retrievers = [d for d in descendants if span_kind(d) == "RETRIEVER"] \
+            if self.annotations is not None else []
+        if not self.scorer.submit(source, functools.partial(self._scored, span, retrievers)):
             with self._lock:
                 still_held = self._held.pop(key, None) is not None
             if still_held:
                 self._drop(span, "shutdown" if self.scorer.closed else "queue_full")
 
-    def _scored(self, span: ReadableSpan, record: RagRecord | None, outcome: Outcome) -> None:
+    def _scored(self, span: ReadableSpan, retrievers: list[ReadableSpan],
+                record: RagRecord | None, outcome: Outcome) -> None:
         """Scorer thread: the judge's answer for ``span``."""
         judge = self.scorer.judge_name
         self.metrics.evaluation(outcome, record.app_name if record else _app_name(span), judge)
@@ -267,18 +282,58 @@ class ScoringSpanProcessor(SpanProcessor):
             held = self._held.pop(self._key(span), None)
         scored = outcome.status is EvaluationStatus.SCORED
         evaluation_trace = new_trace_id() if scored and self._evaluation_spans else None
+        prepared = self._prepare_annotations(span, retrievers, record, outcome, judge) \
+            if scored else None
         if held is not None:
             added = score_attributes(outcome, judge, self.thresholds)
             if evaluation_trace is not None and self._downstream is not None:
                 added[sc.RAGAS_EVALUATION_TRACE_ID] = f"{evaluation_trace:032x}"
+            if prepared is not None and isinstance(self._downstream, ExportQueue):
+                with self._lock:  # before the export, which may end at once
+                    self._awaiting[self._key(span)] = prepared
+                prepared = None
             self._export_root(span, added)
         if evaluation_trace is not None:
             self._emit_evaluation(span, outcome, judge, evaluation_trace)
-        if scored and self.annotations is not None:
-            try:
-                self.annotations.submit(span, outcome, judge)
-            except Exception as exc:
-                record_internal_error("processor.annotations", exc)
+        if prepared is not None:
+            # Exported already (by the provider's own processors, or a processor we
+            # cannot watch): the backend retries what it does not have yet.
+            self._deliver_annotations(prepared)
+
+    def _prepare_annotations(self, span: ReadableSpan, retrievers: list[ReadableSpan],
+                             record: RagRecord | None, outcome: Outcome, judge: str
+                             ) -> Prepared | None:
+        if self.annotations is None:
+            return None
+        try:
+            return self.annotations.prepare(span, outcome, judge, record, retrievers)
+        except Exception as exc:
+            record_internal_error("processor.annotations", exc)
+            return None
+
+    def _deliver_annotations(self, prepared: Prepared) -> None:
+        if self.annotations is None:
+            return
+        try:
+            self.annotations.deliver(prepared)
+        except Exception as exc:
+            record_internal_error("processor.annotations", exc)
+
+    def _settled(self, spans: Sequence[ReadableSpan], exported: bool) -> None:
+        """Export worker (or the thread a span was refused on): the annotations of the
+        root copies among ``spans`` go out now, or are counted lost with them."""
+        with self._lock:
+            if not self._awaiting:
+                return
+            ready = [p for p in (self._awaiting.pop(self._key(s), None) for s in spans)
+                     if p is not None]
+        if self.annotations is None:
+            return
+        for prepared in ready:
+            if exported:
+                self._deliver_annotations(prepared)
+            else:
+                self.annotations.lose(prepared, "the evaluated span was not exported")
 
     def _unscorable(self, span: ReadableSpan, reason: str) -> None:
         """A request with nothing the judge could score: counted, and exported with
@@ -323,7 +378,8 @@ class ScoringSpanProcessor(SpanProcessor):
     def _emit_evaluation(self, span: ReadableSpan, outcome: Outcome, judge: str,
                          trace_id: int) -> None:
         if self._downstream is not None:
-            evaluation = build_evaluation_span(span, outcome, judge, self.thresholds, trace_id)
+            evaluation = build_evaluation_span(span, outcome, judge, self.thresholds, trace_id,
+                                               project=self._evaluation_project)
             if evaluation is not None:
                 self._send(self.policy.apply(evaluation))
         elif self._evaluation_tracer is not None:
@@ -403,6 +459,7 @@ def _reinit_after_fork() -> None:
         processor._lock = threading.Lock()
         processor._wake = threading.Condition(processor._lock)
         processor._held.clear()
+        processor._awaiting.clear()
         processor._traces = TraceBuffer(processor._traces.max_traces)
         if not processor._closed:
             processor._start_reaper()

@@ -1,7 +1,7 @@
 """A real Arize Phoenix server (``pip install arize-phoenix`` in a virtualenv of its
 own, so the environment under test holds only what the library needs) on
-127.0.0.1, for end-to-end tests and the docs' screenshot, plus the few REST reads
-they need.
+127.0.0.1, for end-to-end tests and the docs' screenshot, plus the few reads they
+need (REST, and GraphQL for document annotations, which REST cannot read).
 
 Phoenix's gRPC receiver listens on all interfaces and has no host setting, so its
 port is one found free on all of them; the HTTP server (UI, REST, OTLP/HTTP at
@@ -64,7 +64,7 @@ class PhoenixServer:
                "PHOENIX_HOST": "127.0.0.1", "PHOENIX_PORT": str(self.port),
                "PHOENIX_GRPC_PORT": str(self.grpc_port), "PHOENIX_TELEMETRY_ENABLED": "false"}
         started = time.monotonic()
-        with open(self._log_path, "wb") as log:
+        with open(self._log_path, "ab") as log:
             self._proc = subprocess.Popen([str(self.executable), "serve"], env=env,
                                           stdout=log, stderr=subprocess.STDOUT)
         deadline = started + self.start_timeout_s
@@ -81,6 +81,11 @@ class PhoenixServer:
         self.stop()
         raise RuntimeError(f"phoenix not up after {self.start_timeout_s:.0f} s:\n"
                            f"{self.log_tail()}")
+
+    def restart(self) -> PhoenixServer:
+        """Stop and start again on the same ports and database (an outage)."""
+        self.stop()
+        return self.start()
 
     def stop(self) -> None:
         if self._proc is None or self._proc.poll() is not None:
@@ -136,3 +141,32 @@ class PhoenixServer:
     def span_annotations(self, project: str, span_ids: list[str]) -> list[dict[str, Any]]:
         return self.pages(f"/v1/projects/{urllib.parse.quote(project)}/span_annotations",
                           span_ids=span_ids, limit=1000)
+
+    def trace_annotations(self, project: str, trace_ids: list[str]) -> list[dict[str, Any]]:
+        return self.pages(f"/v1/projects/{urllib.parse.quote(project)}/trace_annotations",
+                          trace_ids=trace_ids, limit=1000)
+
+    def annotation_configs(self) -> list[dict[str, Any]]:
+        return self.pages("/v1/annotation_configs", limit=100)
+
+    def graphql(self, query: str, **variables: Any) -> Any:
+        request = urllib.request.Request(
+            self.url + "/graphql", method="POST",
+            data=json.dumps({"query": query, "variables": variables}).encode(),
+            headers={"Content-Type": "application/json"})
+        with urllib.request.urlopen(request, timeout=10) as response:
+            reply = json.loads(response.read())
+        if reply.get("errors"):
+            raise RuntimeError(f"graphql errors: {reply['errors']}")
+        return reply["data"]
+
+    def document_annotations(self, span_id: str) -> dict[str, Any]:
+        """A RETRIEVER span's document annotations and the retrieval metrics Phoenix
+        computes from them (no REST read exists for these)."""
+        data = self.graphql(
+            "query($id: String!) { getSpanByOtelId(spanId: $id) {"
+            " documentEvaluations { name documentPosition score label explanation }"
+            " documentRetrievalMetrics { evaluationName ndcg precision hit } } }", id=span_id)
+        span = data["getSpanByOtelId"]
+        return span if isinstance(span, dict) else {"documentEvaluations": [],
+                                                     "documentRetrievalMetrics": []}

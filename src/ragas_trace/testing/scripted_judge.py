@@ -8,6 +8,7 @@ import asyncio
 import threading
 from collections.abc import Sequence
 
+from ragas_trace.metrics.sentences import split_sentences
 from ragas_trace.results import (
     ALL_METRICS,
     JudgeUsage,
@@ -23,12 +24,15 @@ class ScriptedJudge:
     """``mode``: ``ok`` (every metric = ``value``), ``fail`` (every metric FAILED),
     ``raise`` (breaks the protocol by raising) or ``hang`` (never returns).
 
-    ``gate``, when given, holds every call until it is set.
+    ``gate``, when given, holds every call until it is set. ``keep``, when given,
+    are the context sentences it reports as needed to answer (counted against the
+    contexts' own sentences, as the real judges do); else a fixed placeholder.
     """
 
     def __init__(self, value: float = 0.9, *, mode: str = "ok", delay_s: float = 0.0,
                  name: str = "scripted", gate: threading.Event | None = None,
-                 prompt_tokens: int = 100, completion_tokens: int = 20) -> None:
+                 prompt_tokens: int = 100, completion_tokens: int = 20,
+                 keep: Sequence[str] | None = None) -> None:
         self.value = value
         self.mode = mode
         self.delay_s = delay_s
@@ -36,6 +40,7 @@ class ScriptedJudge:
         self.gate = gate
         self.prompt_tokens = prompt_tokens
         self.completion_tokens = completion_tokens
+        self.keep = tuple(keep) if keep is not None else None
         self._lock = threading.Lock()
         self.calls = 0
         self.in_flight = 0
@@ -74,7 +79,9 @@ class ScriptedJudge:
             return Scores(
                 self._name, results,
                 statements=(StatementVerdict("s1", True), StatementVerdict("s2", False)),
-                context_sentences=4, kept_sentences=("k1",),
+                context_sentences=(4 if self.keep is None
+                                   else sum(len(split_sentences(c)) for c in contexts)),
+                kept_sentences=("k1",) if self.keep is None else self.keep,
                 usage=JudgeUsage(self.prompt_tokens, self.completion_tokens, 2, 1, 1),
                 duration_s=self.delay_s)
         finally:

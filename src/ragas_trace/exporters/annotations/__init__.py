@@ -1,10 +1,12 @@
-"""Scores written where Phoenix and Langfuse users look: Phoenix span annotations and
-Langfuse scores, one per metric of each scored request, sent in batches from
-bounded queues on the scorer's side."""
+"""Scores written where Phoenix and Langfuse users look: Phoenix span, trace and
+document annotations and Langfuse scores, sent in batches from bounded queues on
+the scorer's side once the evaluated span was exported, counted by what the
+backend confirms."""
 
 from __future__ import annotations
 
 import logging
+from collections.abc import Mapping
 
 from ragas_trace.exporters.annotations.langfuse import DEFAULT_HOST, LangfuseScores
 from ragas_trace.exporters.annotations.phoenix import DEFAULT_ENDPOINT, PhoenixAnnotations
@@ -19,12 +21,13 @@ __all__ = ["DEFAULT_ENDPOINT", "DEFAULT_HOST", "NAMES", "AnnotationSinks", "anno
 
 def backends(names: tuple[str, ...], *, phoenix_endpoint: str, phoenix_api_key: str | None,
              langfuse_host: str, langfuse_public_key: str | None,
-             langfuse_secret_key: str | None) -> list[AnnotationBackend]:
+             langfuse_secret_key: str | None,
+             thresholds: Mapping[str, float] | None = None) -> list[AnnotationBackend]:
     """The backends ``names`` turns on. Langfuse without both keys is skipped with a
     warning (a deployment missing a secret keeps running, without Langfuse scores)."""
     out: list[AnnotationBackend] = []
     if "phoenix" in names:
-        out.append(PhoenixAnnotations(phoenix_endpoint, phoenix_api_key))
+        out.append(PhoenixAnnotations(phoenix_endpoint, phoenix_api_key, thresholds))
     if "langfuse" in names:
         if langfuse_public_key and langfuse_secret_key:
             out.append(LangfuseScores(langfuse_host, langfuse_public_key, langfuse_secret_key))

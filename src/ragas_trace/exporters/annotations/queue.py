@@ -1,11 +1,14 @@
 """``AnnotationQueue``: a bounded queue and one daemon worker that sends annotations
-to one backend in batches, retrying a failed batch for a bounded time.
+to one backend in batches, retrying what failed, with backoff, for a bounded time.
 
 ``offer`` runs on the scorer's thread and never blocks: when the queue is full the
-annotations are dropped and counted. Every annotation ends up counted once in
-``ragas.annotations`` as sent, failed (the backend refused it, or kept failing
-for ``retry_for_s``) or dropped (queue full, or still queued at the shutdown
-deadline)."""
+annotations are lost and counted. Backends confirm each annotation (Phoenix's
+synchronous mode answers once it is in its database; Langfuse answers per item):
+every annotation ends up counted once in ``ragas.annotations`` as ``stored``
+(confirmed), ``refused`` (the backend said no: bad request, auth) or ``lost``
+(queue full, still failing after ``retry_for_s``, still queued at the shutdown
+deadline, or its span never exported); each re-send is also counted as
+``retried``."""
 
 from __future__ import annotations
 
@@ -15,6 +18,7 @@ import threading
 import time
 from collections import deque
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Protocol
 
 from opentelemetry import context as otel_context
@@ -29,13 +33,29 @@ _FIRST_BACKOFF_S = 0.5
 _MAX_BACKOFF_S = 5.0
 
 
+STORED, RETRIED, REFUSED, LOST = "stored", "retried", "refused", "lost"
+
+
 class SendError(Exception):
     """A batch the backend did not take; ``retry`` when trying again may help
-    (network error, 5xx, 429, Phoenix not knowing the span yet)."""
+    (network error, 5xx, 429, Phoenix not knowing the span yet). ``status`` and
+    ``detail``: the HTTP status and reply of an HTTP error."""
 
-    def __init__(self, message: str, *, retry: bool) -> None:
+    def __init__(self, message: str, *, retry: bool, status: int | None = None,
+                 detail: str = "") -> None:
         super().__init__(message)
         self.retry = retry
+        self.status = status
+        self.detail = detail
+
+
+@dataclass(frozen=True, slots=True)
+class ItemFailure:
+    """One annotation of a batch the backend did not confirm."""
+
+    annotation: ScoreAnnotation
+    message: str
+    retry: bool
 
 
 class AnnotationBackend(Protocol):
@@ -48,8 +68,10 @@ class AnnotationBackend(Protocol):
         """Whether this backend writes ``annotation`` at all."""
         ...
 
-    def send(self, batch: Sequence[ScoreAnnotation], timeout_s: float) -> None:
-        """Deliver ``batch`` within ``timeout_s`` or raise ``SendError``."""
+    def send(self, batch: Sequence[ScoreAnnotation], timeout_s: float
+             ) -> Sequence[ItemFailure]:
+        """Deliver ``batch`` within ``timeout_s``: the annotations the backend did not
+        confirm (the rest it stored), or ``SendError`` when it took none."""
         ...
 
 
@@ -101,8 +123,12 @@ class AnnotationQueue:
                 self._changed.notify_all()
         dropped = len(annotations) - len(taken)
         if dropped:
-            self._count("dropped", dropped, "annotation queue full" if not self._closed
+            self._count(LOST, dropped, "annotation queue full" if not self._closed
                         else "annotation queue closed")
+
+    def lost(self, n: int, why: str) -> None:
+        """Count ``n`` annotations that never reached the queue."""
+        self._count(LOST, n, why)
 
     def force_flush(self, timeout_s: float) -> bool:
         """Wait until everything offered so far was sent (or given up on)."""
@@ -142,7 +168,7 @@ class AnnotationQueue:
             self._queue.clear()
             self._changed.notify_all()
         if left:
-            self._count("dropped", left, "shutdown deadline")
+            self._count(LOST, left, "shutdown deadline")
         return left == 0 and not self._worker.is_alive()
 
     # -- worker -----------------------------------------------------------------------
@@ -169,23 +195,31 @@ class AnnotationQueue:
     def _deliver(self, batch: list[ScoreAnnotation]) -> None:
         give_up = time.monotonic() + self._retry_for_s
         backoff = _FIRST_BACKOFF_S
-        while True:
+        pending = batch
+        while pending:
             limit = min(give_up, self._deadline)
+            timeout = max(0.1, min(self._request_timeout_s, limit - time.monotonic()))
             try:
-                self.backend.send(batch, max(0.1, min(self._request_timeout_s,
-                                                      limit - time.monotonic())))
+                failures = list(self.backend.send(pending, timeout))
             except SendError as exc:
-                if exc.retry and time.monotonic() + backoff < limit:
-                    self._sleep(backoff)
-                    backoff = min(_MAX_BACKOFF_S, backoff * 2)
-                    continue
-                self._count("failed", len(batch), str(exc))
-                return
+                failures = [ItemFailure(a, str(exc), exc.retry) for a in pending]
             except Exception as exc:  # a backend bug must not kill the worker
-                self._count("failed", len(batch), f"{type(exc).__name__}: {exc}")
+                failures = [ItemFailure(a, f"{type(exc).__name__}: {exc}", False)
+                            for a in pending]
+            self._count(STORED, len(pending) - len(failures))
+            refused = [f for f in failures if not f.retry]
+            if refused:
+                self._count(REFUSED, len(refused), refused[0].message)
+            again = [f for f in failures if f.retry]
+            if not again:
                 return
-            self._count("sent", len(batch))
-            return
+            if time.monotonic() + backoff >= limit:
+                self._count(LOST, len(again), f"still failing: {again[0].message}")
+                return
+            self._count(RETRIED, len(again))
+            self._sleep(backoff)
+            backoff = min(_MAX_BACKOFF_S, backoff * 2)
+            pending = [f.annotation for f in again]
 
     def _sleep(self, seconds: float) -> None:
         # Woken early by shutdown, whose deadline then bounds the retries.
@@ -193,6 +227,8 @@ class AnnotationQueue:
             self._changed.wait(seconds)
 
     def _count(self, outcome: str, n: int, why: str | None = None) -> None:
+        if n <= 0:
+            return
         self._metrics.annotations(self.backend.name, outcome, n)
         if why is not None and outcome not in self._warned:
             self._warned.add(outcome)

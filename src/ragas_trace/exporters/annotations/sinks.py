@@ -1,5 +1,8 @@
 """``AnnotationSinks``: the backends named by the ``annotations`` setting, each behind
-its own bounded queue; the processor hands it every scored request."""
+its own bounded queue. The processor prepares the annotations of every scored
+request and delivers them once the evaluated span was exported (an annotation sent
+before its span is one the backend cannot store), or counts them lost when the
+span never was."""
 
 from __future__ import annotations
 
@@ -10,14 +13,17 @@ from collections.abc import Mapping, Sequence
 from opentelemetry.sdk.trace import ReadableSpan
 
 from ragas_trace.exporters.annotations.queue import AnnotationBackend, AnnotationQueue
-from ragas_trace.exporters.annotations.scores import score_annotations
+from ragas_trace.exporters.annotations.scores import ScoreAnnotation, score_annotations
 from ragas_trace.exporters.content_policy import ContentPolicy
 from ragas_trace.exporters.metrics import ScorerMetrics
+from ragas_trace.record import RagRecord
 from ragas_trace.scorer.outcome import Outcome
 
 logger = logging.getLogger("ragas_trace")
 
 NAMES = ("phoenix", "langfuse")
+
+Prepared = list[list[ScoreAnnotation]]  # per queue, in the sinks' order
 
 
 def annotation_names(value: object) -> tuple[str, ...]:
@@ -54,10 +60,26 @@ class AnnotationSinks:
     def names(self) -> list[str]:
         return [q.backend.name for q in self._queues]
 
-    def submit(self, span: ReadableSpan, outcome: Outcome, judge: str) -> None:
-        annotations = score_annotations(span, outcome, judge, self._thresholds, self._policy)
-        for queue in self._queues:
-            queue.offer([a for a in annotations if queue.backend.keep(a)])
+    def prepare(self, span: ReadableSpan, outcome: Outcome, judge: str,
+                record: RagRecord | None = None,
+                retrievers: Sequence[ReadableSpan] = ()) -> Prepared:
+        """The annotations of one request for each backend (empty unless scored)."""
+        annotations = score_annotations(span, outcome, judge, self._thresholds, self._policy,
+                                        record, retrievers)
+        return [[a for a in annotations if q.backend.keep(a)] for q in self._queues]
+
+    def deliver(self, prepared: Prepared) -> None:
+        for queue, items in zip(self._queues, prepared, strict=True):
+            queue.offer(items)
+
+    def lose(self, prepared: Prepared, why: str) -> None:
+        for queue, items in zip(self._queues, prepared, strict=True):
+            queue.lost(len(items), why)
+
+    def submit(self, span: ReadableSpan, outcome: Outcome, judge: str,
+               record: RagRecord | None = None,
+               retrievers: Sequence[ReadableSpan] = ()) -> None:
+        self.deliver(self.prepare(span, outcome, judge, record, retrievers))
 
     def force_flush(self, timeout_s: float) -> bool:
         deadline = time.monotonic() + timeout_s
