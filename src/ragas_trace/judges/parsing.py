@@ -11,6 +11,8 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from ragas_trace.judges.masking import mask
+
 logger = logging.getLogger(__name__)
 
 _FENCE = re.compile(r"```(?:json)?\s*(.*?)```", re.DOTALL | re.IGNORECASE)
@@ -55,7 +57,8 @@ def _candidates(text: str) -> list[str]:
 
 
 def _snippet(text: str, limit: int = 80) -> str:
-    flat = " ".join(text.split())
+    """The start of judge text for the debug log, credentials masked."""
+    flat = " ".join(mask(text[:4 * limit]).split())
     return repr(flat if len(flat) <= limit else flat[:limit] + "...")
 
 
@@ -85,7 +88,8 @@ def as_bool(value: Any, what: str) -> bool:
             return True
         if word in _FALSE:
             return False
-    raise ReplyError(f"{what} is not a yes/no value: {_snippet(str(value), 40)}")
+    logger.debug("%s is not a yes/no value: %s", what, _snippet(str(value), 40))
+    raise ReplyError(f"{what} is not a yes/no value")
 
 
 def _flag(reply: Mapping[str, Any], key: str) -> bool:
