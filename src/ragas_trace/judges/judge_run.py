@@ -16,7 +16,7 @@ from openai.types import CreateEmbeddingResponse
 from openai.types.chat import ChatCompletion
 
 from ragas_trace.judges.masking import mask
-from ragas_trace.judges.parsing import ReplyError, parse_json_reply
+from ragas_trace.judges.parsing import ReplyError, parse_reply
 from ragas_trace.judges.prompts import PROMPTS, Message, Task, response_format
 from ragas_trace.judges.retry import JudgeCallError, call_with_retries
 from ragas_trace.results import JudgeUsage, MetricStatus
@@ -91,7 +91,7 @@ class JudgeRun:
         cached = cache.get(key) if cache is not None else None
         step = STEP_NAMES[task]
         if isinstance(cached, str):
-            return parse(parse_json_reply(cached, "stop"))
+            return parse_reply(cached, "stop", parse, user)
         self._chat_calls += 1
         self._rounds = max(self._rounds, depth)
         try:
@@ -107,7 +107,7 @@ class JudgeRun:
                 raise ReplyError("the reply has no choices")
             choice = completion.choices[0]
             content = choice.message.content
-            value = parse(parse_json_reply(content, choice.finish_reason))
+            value = parse_reply(content, choice.finish_reason, parse, user)
         except ReplyError as exc:
             raise JudgeCallError(MetricStatus.FAILED, f"{step}: {exc}") from exc
         if cache is not None and content is not None:
