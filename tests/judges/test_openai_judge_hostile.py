@@ -138,3 +138,13 @@ async def test_overflowing_embeddings_fail_answer_relevance(server: FakeOpenAISe
     assert result.reason == "embedding: values too large"
     assert s.result(Metric.FAITHFULNESS).status is MetricStatus.SCORED
 
+
+
+async def test_a_compressed_reply_is_refused(server: FakeOpenAIServer) -> None:
+    """The byte limit counts wire bytes: a gzip bomb would pass it, so the client asks
+    for identity and refuses what is compressed anyway."""
+    server.inject(Fault.GZIPPED, times=None, task=Task.STATEMENTS)
+    s = await _evaluate(server)
+    assert s.result(Metric.FAITHFULNESS).reason == "statement extraction: judge reply compressed"
+    (request, *_) = [r for r in server.recorded() if r.task is Task.STATEMENTS]
+    assert request.fault is Fault.GZIPPED

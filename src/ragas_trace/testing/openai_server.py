@@ -18,6 +18,7 @@ counts requests, tokens and streamed bytes. A stopped server gives "connection r
 from __future__ import annotations
 
 import base64
+import gzip
 import json
 import threading
 import time
@@ -61,6 +62,7 @@ class Fault(StrEnum):
     HUGE_LENGTH = "huge_length"  # HTTP 200 announcing a 1 TB Content-Length, then streaming
     ECHO_HEADERS = "echo_headers"  # an error (``status``) whose body quotes the request headers
     UNAUTHORIZED = "unauthorized"  # OpenAI's 401 text, quoting the key masked as OpenAI does
+    GZIPPED = "gzipped"  # a normal reply, gzip-compressed whatever the client accepts
     BAD_USAGE = "bad_usage"  # ``usage`` token counts replaced by ``usage`` (NaN, -1, "12")
 
 
@@ -334,6 +336,9 @@ class FakeOpenAIServer:
             else:
                 prompt_tokens = sum(count_tokens(t) for t in texts)
                 payload = self._embeddings_payload(body, texts, prompt_tokens, rule)
+        if fault is Fault.GZIPPED and isinstance(payload, bytes):
+            payload = gzip.compress(payload)
+            headers["Content-Encoding"] = "gzip"
         self._record(RecordedRequest(path, body, task, fault, prompt_tokens, completion_tokens,
                                      started, time.monotonic()))
         return status, headers, payload
