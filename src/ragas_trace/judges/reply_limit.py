@@ -8,10 +8,25 @@ and refuses compressed ones (a gzip bomb would pass a count of wire bytes)."""
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import AsyncIterator
+from typing import Any
 
-import httpx2
 import openai
+
+
+def _http_package() -> Any:
+    """The HTTP package the ``openai`` client is built on: ``httpx2`` in openai 3,
+    ``httpx`` before (``openai>=1.40`` is allowed). The stream wrapper must subclass
+    that package's ``AsyncByteStream``."""
+    for cls in openai.DefaultAsyncHttpxClient.__mro__:
+        if cls.__name__ == "AsyncClient":
+            return importlib.import_module(cls.__module__.partition(".")[0])
+    return importlib.import_module("httpx")
+
+
+_http = _http_package()
+_StreamBase: Any = _http.AsyncByteStream
 
 
 class ReplyTooLarge(openai.OpenAIError):
@@ -28,8 +43,8 @@ class ReplyCompressed(openai.OpenAIError):
         super().__init__("judge reply compressed")
 
 
-class _Bounded(httpx2.AsyncByteStream):
-    def __init__(self, inner: httpx2.AsyncByteStream, limit: int) -> None:
+class _Bounded(_StreamBase):  # type: ignore[misc]
+    def __init__(self, inner: Any, limit: int) -> None:
         self._inner = inner
         self._limit = limit
 
@@ -45,11 +60,11 @@ class _Bounded(httpx2.AsyncByteStream):
         await self._inner.aclose()
 
 
-def bounded_client(max_bytes: int) -> httpx2.AsyncClient:
+def bounded_client(max_bytes: int) -> Any:
     """An HTTP client for ``openai.AsyncOpenAI(http_client=...)`` with the openai
     client's own defaults, whose replies stop at ``max_bytes``."""
 
-    async def bound(response: httpx2.Response) -> None:
+    async def bound(response: Any) -> None:
         # Runs before the body is read: httpx closes the response if this raises.
         length = response.headers.get("content-length")
         if length is not None and length.strip().isdigit() and int(length) > max_bytes:
@@ -57,7 +72,7 @@ def bounded_client(max_bytes: int) -> httpx2.AsyncClient:
         encodings = response.headers.get_list("content-encoding", split_commas=True)
         if any(e.strip().lower() not in ("", "identity") for e in encodings):
             raise ReplyCompressed()
-        if isinstance(response.stream, httpx2.AsyncByteStream):
+        if isinstance(response.stream, _StreamBase):
             response.stream = _Bounded(response.stream, max_bytes)
 
     return openai.DefaultAsyncHttpxClient(event_hooks={"response": [bound]},
