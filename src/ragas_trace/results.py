@@ -70,6 +70,9 @@ class JudgeUsage:
     chat_calls: int = 0
     embedding_calls: int = 0
     rounds: int = 0
+    # Replies whose ``usage`` was not a plausible token count (NaN, negative, text):
+    # ignored, so neither charged to the token budget nor put on spans.
+    invalid_usage: int = 0
 
     def __add__(self, other: JudgeUsage) -> JudgeUsage:
         return JudgeUsage(
@@ -78,6 +81,7 @@ class JudgeUsage:
             self.chat_calls + other.chat_calls,
             self.embedding_calls + other.embedding_calls,
             max(self.rounds, other.rounds),
+            self.invalid_usage + other.invalid_usage,
         )
 
     @property

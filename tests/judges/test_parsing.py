@@ -1,3 +1,6 @@
+import json
+from typing import Any
+
 import httpx2
 import openai
 import pytest
@@ -5,18 +8,48 @@ import pytest
 from ragas_trace.judges.parsing import (
     ReplyError,
     parse_context_sentences,
-    parse_json_reply,
     parse_questions,
+    parse_reply,
     parse_statements,
     parse_verdicts,
 )
 from ragas_trace.judges.retry import retry_after_s
 
 
+def _any(reply: dict[str, Any]) -> dict[str, Any]:
+    return reply
+
+
 def test_json_reply_forms() -> None:
-    assert parse_json_reply('{"a": 1}', "stop") == {"a": 1}
-    assert parse_json_reply('```json\n{"a": 1}\n```', "stop") == {"a": 1}
-    assert parse_json_reply('Sure: {"a": 1} hope it helps', None) == {"a": 1}
+    assert parse_reply('{"a": 1}', "stop", _any) == {"a": 1}
+    assert parse_reply('```json\n{"a": 1}\n```', "stop", _any) == {"a": 1}
+    assert parse_reply('Sure: {"a": 1} hope it helps', None, _any) == {"a": 1}
+    assert parse_reply('{"a": {"b": [1, {"c": 2}]}}', None, _any) == {"a": {"b": [1, {"c": 2}]}}
+
+
+def _verdicts(*supported: bool) -> str:
+    return json.dumps({"verdicts": [{"id": i, "supported": s}
+                                    for i, s in enumerate(supported, 1)]})
+
+
+def test_the_last_conforming_block_is_the_verdict() -> None:
+    statements = ["A.", "B."]
+    reply = (f"The passage says:\n```json\n{_verdicts(True, True)}\n```\n"
+             f"My verdict:\n```json\n{_verdicts(False, False)}\n```\n"
+             f"(and for three statements it would be {_verdicts(True, True, True)})")
+    verdicts = parse_reply(reply, "stop", lambda r: parse_verdicts(r, statements))
+    assert [v[0] for v in verdicts] == [False, False]
+
+
+def test_a_block_copied_from_the_request_is_never_the_verdict() -> None:
+    statements = ["A.", "B."]
+    echoed = _verdicts(True, True)
+    request = f"<context>\n[1] Paris. [2] {echoed}\n</context>"
+    reply = f"{_verdicts(False, True)}\nThe context also holds:\n{echoed}"
+    verdicts = parse_reply(reply, "stop", lambda r: parse_verdicts(r, statements), request)
+    assert [v[0] for v in verdicts] == [False, True]
+    with pytest.raises(ReplyError, match="quoted from the request"):
+        parse_reply(f"```json\n{echoed}\n```", "stop", _any, request)
 
 
 @pytest.mark.parametrize(("content", "finish", "why"), [
@@ -29,7 +62,7 @@ def test_json_reply_forms() -> None:
 ])
 def test_json_reply_errors(content: str | None, finish: str, why: str) -> None:
     with pytest.raises(ReplyError, match=why):
-        parse_json_reply(content, finish)
+        parse_reply(content, finish, _any)
 
 
 def test_statements_and_questions() -> None:

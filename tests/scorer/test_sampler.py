@@ -83,3 +83,13 @@ def test_bad_arguments_raise():
         Sampler(1.5)
     with pytest.raises(ValueError):
         Sampler(1.0, max_per_minute=-1)
+
+
+@pytest.mark.parametrize("bad", [float("nan"), float("inf"), "700"])
+def test_a_charge_that_is_not_a_count_does_not_disable_the_budget(bad):
+    sampler = Sampler(1.0, token_budget_per_hour=1000, clock=Clock())
+    sampler.charge(bad)  # type: ignore[arg-type]
+    sampler.charge(600)
+    assert sampler.decide(span(1)).sampled
+    sampler.charge(600)
+    assert sampler.decide(span(2)).reason == "token_budget"

@@ -67,6 +67,8 @@ def score_attributes(outcome: Outcome, judge: str | None,
             attrs[sc.metric_status_attribute(metric)] = str(result.status)
     attrs[sc.RAGAS_JUDGE_PROMPT_TOKENS] = scores.usage.prompt_tokens
     attrs[sc.RAGAS_JUDGE_COMPLETION_TOKENS] = scores.usage.completion_tokens
+    if scores.usage.invalid_usage:
+        attrs[sc.RAGAS_JUDGE_INVALID_USAGE] = scores.usage.invalid_usage
     if scores.statements:
         attrs[sc.RAGAS_STATEMENTS_TOTAL] = len(scores.statements)
         attrs[sc.RAGAS_STATEMENTS_SUPPORTED] = sum(1 for s in scores.statements if s.supported)

@@ -5,6 +5,7 @@ the reply cache, the output-format fallback, and the bookkeeping of what they co
 from __future__ import annotations
 
 import logging
+import math
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -14,7 +15,8 @@ import openai
 from openai.types import CreateEmbeddingResponse
 from openai.types.chat import ChatCompletion
 
-from ragas_trace.judges.parsing import ReplyError, parse_json_reply
+from ragas_trace.judges.masking import mask
+from ragas_trace.judges.parsing import ReplyError, parse_reply
 from ragas_trace.judges.prompts import PROMPTS, Message, Task, response_format
 from ragas_trace.judges.retry import JudgeCallError, call_with_retries
 from ragas_trace.results import JudgeUsage, MetricStatus
@@ -37,6 +39,9 @@ STEP_NAMES = {
 # Reply limits: generous for the tasks that copy text, tight for the others.
 MAX_TOKENS = {Task.STATEMENTS: 1024, Task.QUESTIONS: 512, Task.CONTEXT: 1024,
               Task.VERDICTS: 4096, Task.GROUNDING: 4096}
+# No model reads or writes this many tokens in one reply; a larger count is a lie that
+# would trip the token budget at once (and overflow an int64 span attribute).
+_MAX_TOKENS_PER_REPLY = 100_000_000
 _WEAKER_FORMAT = {"json_schema": "json_object", "json_object": "none"}
 
 
@@ -55,10 +60,25 @@ class JudgeRun:
         self._chat_calls = 0
         self._embedding_calls = 0
         self._rounds = 0
+        self._invalid_usage = 0
 
     def usage(self) -> JudgeUsage:
         return JudgeUsage(self._prompt_tokens, self._completion_tokens, self._chat_calls,
-                          self._embedding_calls, self._rounds)
+                          self._embedding_calls, self._rounds, self._invalid_usage)
+
+    def _charge(self, usage: object, *fields: str) -> None:
+        """Add a reply's token counts; a count that is not a plausible number (NaN,
+        negative, text: the endpoint's ``usage`` is not validated by the client) is
+        ignored and counted, so it never reaches the token budget or a span."""
+        if usage is None:
+            return
+        counts = [_token_count(getattr(usage, name, None)) for name in fields]
+        if any(c is None for c in counts):
+            self._invalid_usage += 1
+            logger.debug("judge reply's usage is not a token count; ignored")
+        prompt, *completion = [c or 0 for c in counts]
+        self._prompt_tokens += prompt
+        self._completion_tokens += sum(completion)
 
     async def chat(self, task: Task, user: str, parse: Callable[[dict[str, Any]], T],
                    depth: int) -> T:
@@ -71,25 +91,23 @@ class JudgeRun:
         cached = cache.get(key) if cache is not None else None
         step = STEP_NAMES[task]
         if isinstance(cached, str):
-            return parse(parse_json_reply(cached, "stop"))
+            return parse_reply(cached, "stop", parse, user)
         self._chat_calls += 1
         self._rounds = max(self._rounds, depth)
         try:
             completion = await call_with_retries(
                 lambda timeout: self._create_chat(task, messages, timeout),
                 deadline=self._deadline, attempt_timeout_s=judge.timeout_s,
-                max_retries=judge.max_retries)
+                max_retries=judge.max_retries, secret=judge.secret)
         except JudgeCallError as exc:
             raise JudgeCallError(exc.status, f"{step}: {exc.reason}") from exc
-        if completion.usage is not None:
-            self._prompt_tokens += completion.usage.prompt_tokens or 0
-            self._completion_tokens += completion.usage.completion_tokens or 0
+        self._charge(completion.usage, "prompt_tokens", "completion_tokens")
         try:
             if not completion.choices:
                 raise ReplyError("the reply has no choices")
             choice = completion.choices[0]
             content = choice.message.content
-            value = parse(parse_json_reply(content, choice.finish_reason))
+            value = parse_reply(content, choice.finish_reason, parse, user)
         except ReplyError as exc:
             raise JudgeCallError(MetricStatus.FAILED, f"{step}: {exc}") from exc
         if cache is not None and content is not None:
@@ -137,18 +155,29 @@ class JudgeRun:
                         model=judge.embedding_model, input=[texts[i] for i in todo],
                         encoding_format="float", timeout=timeout),
                     deadline=self._deadline, attempt_timeout_s=judge.timeout_s,
-                    max_retries=judge.max_retries)
+                    max_retries=judge.max_retries, secret=judge.secret)
             except JudgeCallError as exc:
                 raise JudgeCallError(exc.status, f"embedding: {exc.reason}") from exc
             vectors = _vectors(response, len(todo), judge.embedding_dimension)
             judge.embedding_dimension = len(vectors[0])
-            if response.usage is not None:
-                self._prompt_tokens += response.usage.prompt_tokens or 0
+            self._charge(response.usage, "prompt_tokens")
             for i, vector in zip(todo, vectors, strict=True):
                 found[i] = vector
                 if cache is not None:
                     cache.put(keys[i], vector)
         return [found[i] for i in range(len(texts))]
+
+
+def _token_count(value: object) -> int | None:
+    """``value`` as a token count, or None when it cannot be one. Absent counts are 0."""
+    if value is None:
+        return 0
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    if not math.isfinite(value) or value < 0 or value > _MAX_TOKENS_PER_REPLY \
+            or value != int(value):
+        return None
+    return int(value)
 
 
 def _vectors(response: CreateEmbeddingResponse, expected: int,
@@ -170,6 +199,12 @@ def _vectors(response: CreateEmbeddingResponse, expected: int,
         raise JudgeCallError(MetricStatus.FAILED, "embedding: the vectors' dimension changed")
     if not all(np.isfinite(v).all() for v in vectors):
         raise JudgeCallError(MetricStatus.FAILED, "embedding: non-finite values")
+    # Finite values whose squares overflow (1e300) give an infinite norm, and a cosine
+    # of 0.0 that would look like a score.
+    with np.errstate(over="ignore"):
+        norms = [np.linalg.norm(v) for v in vectors]
+    if not all(np.isfinite(n) for n in norms):
+        raise JudgeCallError(MetricStatus.FAILED, "embedding: values too large")
     if any(not v.any() for v in vectors):
         raise JudgeCallError(MetricStatus.FAILED, "embedding: all-zero vectors")
     return vectors
@@ -191,5 +226,6 @@ def _adapt(judge: OpenAIJudge, exc: openai.BadRequestError, sent: dict[str, Any]
             judge.response_format = _WEAKER_FORMAT[mode]
     else:
         return False
-    logger.warning("judge endpoint refused a request (%s); adapting and retrying", exc.message)
+    logger.warning("judge endpoint refused a request (%s); adapting and retrying",
+                   mask(exc.message, judge.secret)[:300])
     return True

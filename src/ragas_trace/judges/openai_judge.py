@@ -29,6 +29,7 @@ from ragas_trace._internal_errors import record_internal_error
 from ragas_trace.judges import settings
 from ragas_trace.judges.cache import DEFAULT_SIZE, ResponseCache
 from ragas_trace.judges.judge_run import STEP_NAMES, JudgeRun
+from ragas_trace.judges.masking import mask
 from ragas_trace.judges.parsing import (
     ReplyError,
     Verdict,
@@ -45,6 +46,7 @@ from ragas_trace.judges.prompts import (
     statements_input,
     verdicts_input,
 )
+from ragas_trace.judges.reply_limit import bounded_client
 from ragas_trace.judges.retry import JudgeCallError
 from ragas_trace.metrics import answer_relevance, context_relevance, faithfulness
 from ragas_trace.metrics.context_relevance import ContextMatch, passage_sentences
@@ -86,6 +88,7 @@ class OpenAIJudge:
         n_questions: int | None = None,
         response_format: str | None = None,
         max_reply_tokens: int | None = None,
+        max_reply_bytes: int | None = None,
     ) -> None:
         shared_cache = cache if isinstance(cache, ResponseCache) else None
         if cache is True:
@@ -97,6 +100,7 @@ class OpenAIJudge:
             "api_key": api_key, "timeout_s": timeout_s, "max_retries": max_retries,
             "cache": cache, "total_timeout_s": total_timeout_s, "n_questions": n_questions,
             "response_format": response_format, "max_reply_tokens": max_reply_tokens,
+            "max_reply_bytes": max_reply_bytes,
         })
         if cfg["api_key"] is None and cfg["base_url"] is None:
             raise ValueError("api_key: no API key; pass api_key= or set OPENAI_API_KEY "
@@ -111,6 +115,7 @@ class OpenAIJudge:
         self.n_questions: int = cfg["n_questions"]
         self.response_format: str = cfg["response_format"]
         self.max_reply_tokens: int = cfg["max_reply_tokens"]
+        self.max_reply_bytes: int = cfg["max_reply_bytes"]
         # Lowered when the endpoint refuses them (see judge_run._adapt).
         self.token_limit_param = "max_tokens"
         self.send_temperature = True
@@ -128,12 +133,18 @@ class OpenAIJudge:
     def name(self) -> str:
         return f"openai:{self.model}"
 
+    @property
+    def secret(self) -> str | None:
+        """The configured API key, to mask wherever judge text is logged."""
+        return self._api_key if self._api_key != _NO_KEY else None
+
     def client(self) -> openai.AsyncOpenAI:
         loop = asyncio.get_running_loop()
         client = self._clients.get(loop)
         if client is None:
             client = openai.AsyncOpenAI(api_key=self._api_key, base_url=self.base_url,
-                                        max_retries=0, timeout=self.timeout_s)
+                                        max_retries=0, timeout=self.timeout_s,
+                                        http_client=bounded_client(self.max_reply_bytes))
             self._clients[loop] = client
         return client
 
@@ -254,7 +265,8 @@ class OpenAIJudge:
         elif verdicts is not None:
             sentences = [s for p in passages for s in p]
             result.verdicts = tuple(
-                StatementVerdict(s, ok, _explanation(ok, reason, evidence, sentences))
+                StatementVerdict(s, ok, _explanation(ok, mask(reason, self.secret), evidence,
+                                                     sentences))
                 for s, (ok, reason, evidence) in zip(statements, verdicts, strict=True))
             result.faithfulness = faithfulness(result.verdicts)
         if selected is not None:

@@ -8,12 +8,19 @@ from __future__ import annotations
 import json
 import logging
 import re
-from collections.abc import Mapping, Sequence
-from typing import Any
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, TypeVar
+
+from ragas_trace.judges.masking import mask
 
 logger = logging.getLogger(__name__)
 
-_FENCE = re.compile(r"```(?:json)?\s*(.*?)```", re.DOTALL | re.IGNORECASE)
+T = TypeVar("T")
+
+_DECODER = json.JSONDecoder()
+# Bounds the work on a hostile reply full of braces (a reply can be megabytes).
+_MAX_DECODE_ATTEMPTS = 64
+_NOT_COMPARED = re.compile(r"\[\d+\]|\s+")
 _TRUE = {"true", "yes", "y", "1", "supported", "ja", "是"}
 _FALSE = {"false", "no", "n", "0", "not supported", "unsupported", "nein", "否"}
 _INSUFFICIENT = "insufficient information"
@@ -24,8 +31,12 @@ class ReplyError(ValueError):
     """The judge's reply cannot be used; ``str(exc)`` says why."""
 
 
-def parse_json_reply(content: str | None, finish_reason: str | None) -> dict[str, Any]:
-    """The JSON object in a chat reply."""
+def parse_reply(content: str | None, finish_reason: str | None,
+                parse: Callable[[dict[str, Any]], T], quoted: str = "") -> T:
+    """The judge's own verdict in a chat reply: the last JSON object that ``parse``
+    accepts (for verdicts, one per statement asked about) and that is not a copy of
+    text in the request (``quoted``). A reply may quote a passage's JSON before or
+    after its own; the first parseable block is not necessarily the judge's."""
     if finish_reason == "length":
         raise ReplyError("the reply was truncated (finish_reason=length)")
     if finish_reason == "content_filter":
@@ -33,29 +44,52 @@ def parse_json_reply(content: str | None, finish_reason: str | None) -> dict[str
     text = (content or "").strip()
     if not text:
         raise ReplyError("the reply was empty")
-    for candidate in _candidates(text):
+    objects = _json_objects(text)
+    if not objects:
+        # The reason is a fixed string (it becomes a span attribute); the text goes to
+        # the log.
+        logger.debug("judge reply is not a JSON object: %s", _snippet(text))
+        raise ReplyError("the reply is not a JSON object")
+    request = _comparable(quoted)
+    error: ReplyError | None = None
+    for raw, value in reversed(objects):
+        if request and _comparable(raw) in request:
+            continue  # echoed from the passages, the question or the answer
         try:
-            value = json.loads(candidate)
+            return parse(value)
+        except ReplyError as exc:
+            error = error or exc  # the last block's reason says most
+    raise error or ReplyError("the reply holds only JSON quoted from the request")
+
+
+def _json_objects(text: str) -> list[tuple[str, dict[str, Any]]]:
+    """(source text, object) of each top-level JSON object in ``text``, in order:
+    the whole reply, or objects inside code fences or prose."""
+    found: list[tuple[str, dict[str, Any]]] = []
+    start = text.find("{")
+    attempts = 0
+    while start >= 0 and attempts < _MAX_DECODE_ATTEMPTS:
+        attempts += 1
+        try:
+            value, end = _DECODER.raw_decode(text, start)
         except ValueError:
+            start = text.find("{", start + 1)
             continue
         if isinstance(value, dict):
-            return value
-    # The reason is a fixed string (it becomes a span attribute); the text goes to the log.
-    logger.debug("judge reply is not a JSON object: %s", _snippet(text))
-    raise ReplyError("the reply is not a JSON object")
-
-
-def _candidates(text: str) -> list[str]:
-    found = [text]
-    found += [m.group(1).strip() for m in _FENCE.finditer(text)]
-    start, end = text.find("{"), text.rfind("}")
-    if 0 <= start < end:
-        found.append(text[start:end + 1])
+            found.append((text[start:end], value))
+        start = text.find("{", end)
     return found
 
 
+def _comparable(text: str) -> str:
+    """``text`` without whitespace and the prompt's ``[n]`` sentence numbers, so a
+    block copied out of the numbered context is recognised."""
+    return _NOT_COMPARED.sub("", text)
+
+
 def _snippet(text: str, limit: int = 80) -> str:
-    flat = " ".join(text.split())
+    """The start of judge text for the debug log, credentials masked."""
+    flat = " ".join(mask(text[:4 * limit]).split())
     return repr(flat if len(flat) <= limit else flat[:limit] + "...")
 
 
@@ -85,7 +119,8 @@ def as_bool(value: Any, what: str) -> bool:
             return True
         if word in _FALSE:
             return False
-    raise ReplyError(f"{what} is not a yes/no value: {_snippet(str(value), 40)}")
+    logger.debug("%s is not a yes/no value: %s", what, _snippet(str(value), 40))
+    raise ReplyError(f"{what} is not a yes/no value")
 
 
 def _flag(reply: Mapping[str, Any], key: str) -> bool:

@@ -19,6 +19,8 @@ from typing import TypeVar
 
 import openai
 
+from ragas_trace.judges.masking import mask
+from ragas_trace.judges.reply_limit import ReplyCompressed, ReplyTooLarge
 from ragas_trace.results import MetricStatus
 
 logger = logging.getLogger(__name__)
@@ -59,20 +61,32 @@ def retry_after_s(exc: BaseException) -> float | None:
 
 
 def describe(exc: BaseException) -> tuple[MetricStatus, str, bool]:
-    """(status if final, reason, retryable) for an exception from a judge call."""
+    """(status if final, reason, retryable) for an exception from a judge call.
+
+    Reasons are a small set of fixed phrases: they become span attributes, event
+    explanations and metric labels, and an endpoint's error text may quote the
+    request's credentials, so none of it is copied (``error_detail`` is for logs)."""
     if isinstance(exc, TimeoutError | openai.APITimeoutError):
-        return MetricStatus.TIMEOUT, "the judge did not answer in time", True
+        return MetricStatus.TIMEOUT, "judge timeout", True
+    if isinstance(exc, ReplyTooLarge):
+        return MetricStatus.FAILED, f"judge reply over {exc.limit} bytes", False
+    if isinstance(exc, ReplyCompressed):
+        return MetricStatus.FAILED, "judge reply compressed", False
     if isinstance(exc, openai.APIStatusError):
-        message = exc.message if isinstance(exc.message, str) else str(exc)
         retryable = exc.status_code in _RETRY_STATUS or exc.status_code >= 500
-        return MetricStatus.FAILED, f"HTTP {exc.status_code}: {message[:200]}", retryable
+        return MetricStatus.FAILED, f"judge HTTP {exc.status_code}", retryable
     if isinstance(exc, openai.APIConnectionError):
-        return MetricStatus.FAILED, f"cannot reach the judge: {exc}", True
+        return MetricStatus.FAILED, "judge unreachable", True
     if isinstance(exc, ValueError):
         # An HTTP 200 whose body the client cannot decode (a proxy's error page, say).
-        return MetricStatus.FAILED, "the judge's HTTP reply is not valid JSON", True
-    # Reasons become span attributes: the exception's type, not its per-request text.
-    return MetricStatus.FAILED, f"unexpected reply ({type(exc).__name__})", False
+        return MetricStatus.FAILED, "judge reply not valid JSON", True
+    return MetricStatus.FAILED, f"judge reply unexpected ({type(exc).__name__})", False
+
+
+def error_detail(exc: BaseException, secret: str | None) -> str:
+    """What the endpoint said, masked, for the debug log."""
+    message = exc.message if isinstance(exc, openai.APIError) else type(exc).__name__
+    return mask(message if isinstance(message, str) else type(exc).__name__, secret)[:300]
 
 
 async def call_with_retries(
@@ -83,10 +97,12 @@ async def call_with_retries(
     max_retries: int,
     base_delay_s: float = 0.5,
     max_delay_s: float = 30.0,
+    secret: str | None = None,
 ) -> T:
     """``await call(timeout)`` until it succeeds, a non-retryable error occurs, the
     retries run out or the deadline (``time.monotonic()`` value) is near. Each
-    attempt gets ``min(attempt_timeout_s, time left)`` and is cancelled after it."""
+    attempt gets ``min(attempt_timeout_s, time left)`` and is cancelled after it.
+    ``secret`` (the API key) is masked in what is logged."""
     attempt = 0
     while True:
         remaining = deadline - time.monotonic()
@@ -99,6 +115,7 @@ async def call_with_retries(
         except (TimeoutError, openai.OpenAIError, ValueError) as exc:
             error: BaseException = exc  # ``exc`` is unbound after the except block
             status, reason, retryable = describe(exc)
+            logger.debug("judge call failed: %s: %s", reason, error_detail(exc, secret))
         if not retryable or attempt >= max_retries:
             if attempt:
                 reason = f"{reason} (after {attempt + 1} attempts)"
@@ -107,7 +124,8 @@ async def call_with_retries(
         delay = asked if asked is not None else \
             min(max_delay_s, base_delay_s * 2 ** attempt) * random.uniform(0.5, 1.0)
         if time.monotonic() + delay >= deadline:
-            raise JudgeCallError(status, f"{reason}; no time left to retry after {delay:.1f} s")
+            logger.debug("no time left to retry after %.1f s", delay)
+            raise JudgeCallError(status, f"{reason}; no time left to retry")
         logger.debug("judge call failed (%s); retry %d in %.2f s", reason, attempt + 1, delay)
         await asyncio.sleep(delay)
         attempt += 1

@@ -37,6 +37,10 @@ SETTINGS: tuple[Setting, ...] = (
             "cap on each reply's tokens; 0 = per-step limits (1024 statements, 512 "
             "questions, 4096 context sentences and verdicts). Small local models that "
             "repeat themselves until the limit need a low cap"),
+    Setting("max_reply_bytes", "RAGAS_TRACE_JUDGE_MAX_REPLY_BYTES", 4 * 1024 * 1024,
+            integer(1024, 1 << 30),
+            "bytes of one HTTP reply read at most; past it the call fails with "
+            "`judge reply over N bytes` (memory stays bounded whatever the endpoint sends)"),
     Setting("cache", "RAGAS_TRACE_JUDGE_CACHE", 0, integer(0, 10_000_000),
             "reply cache entries; 0 = no cache (the keyword also takes True or a ResponseCache)"),
 )

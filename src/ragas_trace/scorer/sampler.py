@@ -92,8 +92,11 @@ class Sampler:
         return Decision(True, "always" if always else "ratio")
 
     def charge(self, tokens: int) -> None:
-        """Record judge tokens spent by one evaluation against the hourly budget."""
-        if tokens <= 0 or not self._budget:
+        """Record judge tokens spent by one evaluation against the hourly budget. A
+        count that is not a positive int (a judge's NaN) is not charged: added to the
+        total it would keep the budget from ever tripping again."""
+        if isinstance(tokens, bool) or not isinstance(tokens, int) or tokens <= 0 \
+                or not self._budget:
             return
         with self._lock:
             self._spent.append((self._clock(), tokens))

@@ -6,9 +6,9 @@ It answers our judge's prompts sensibly by default (see ``fake_judge``), can be 
 to answer a task differently, adds a configurable latency, injects faults (HTTP 500,
 429 with Retry-After, a hang, invalid JSON, output truncated with
 ``finish_reason=length``, a dropped connection, a 400 for JSON-schema output or for
-a named request parameter, an HTTP 200 whose body is not JSON, degenerate embeddings)
-and
-counts requests and tokens. A stopped server gives "connection refused".
+a named request parameter, an HTTP 200 whose body is not JSON, degenerate embeddings,
+an endless body, error bodies that quote the request's headers, bad ``usage``) and
+counts requests, tokens and streamed bytes. A stopped server gives "connection refused".
 
     with FakeOpenAIServer(latency_s=0.01) as server:
         judge = OpenAIJudge(base_url=server.base_url, api_key="test")
@@ -18,6 +18,7 @@ counts requests and tokens. A stopped server gives "connection refused".
 from __future__ import annotations
 
 import base64
+import gzip
 import json
 import threading
 import time
@@ -56,6 +57,13 @@ class Fault(StrEnum):
     ZERO_EMBEDDINGS = "zero_embeddings"  # every vector all zeros
     NAN_EMBEDDINGS = "nan_embeddings"  # every vector NaN
     SHORT_EMBEDDINGS = "short_embeddings"  # vectors of another dimension than usual
+    HUGE_EMBEDDINGS = "huge_embeddings"  # finite values whose squares overflow (1e300)
+    ENDLESS_BODY = "endless_body"  # HTTP 200, chunked, streaming until the client leaves
+    HUGE_LENGTH = "huge_length"  # HTTP 200 announcing a 1 TB Content-Length, then streaming
+    ECHO_HEADERS = "echo_headers"  # an error (``status``) whose body quotes the request headers
+    UNAUTHORIZED = "unauthorized"  # OpenAI's 401 text, quoting the key masked as OpenAI does
+    GZIPPED = "gzipped"  # a normal reply, gzip-compressed whatever the client accepts
+    BAD_USAGE = "bad_usage"  # ``usage`` token counts replaced by ``usage`` (NaN, -1, "12")
 
 
 @dataclass
@@ -66,6 +74,8 @@ class _Rule:
     path: str | None
     retry_after_s: float
     parameter: str | None = None
+    status: int = 500
+    usage: Any = None
 
 
 @dataclass(frozen=True)
@@ -90,6 +100,7 @@ class ServerStats:
     prompt_tokens: int = 0
     completion_tokens: int = 0
     embedding_inputs: int = 0
+    streamed_bytes: int = 0  # body bytes written by ENDLESS_BODY / HUGE_LENGTH
 
 
 class FakeOpenAIServer:
@@ -157,18 +168,20 @@ class FakeOpenAIServer:
     # behaviour
     def inject(self, fault: Fault | str, *, times: int | None = 1, task: Task | str | None = None,
                path: str | None = None, retry_after_s: float = 1.0,
-               parameter: str | None = None) -> None:
+               parameter: str | None = None, status: int = 500, usage: Any = None) -> None:
         """Make the next ``times`` matching requests fail (``None`` = every one).
 
         ``task`` limits the fault to one judge task, ``path`` to one endpoint;
         ``parameter`` names the request field that ``UNSUPPORTED_PARAMETER`` refuses,
-        as newer OpenAI models refuse ``max_tokens`` or ``temperature``.
+        as newer OpenAI models refuse ``max_tokens`` or ``temperature``; ``status``
+        is the HTTP status of ``ECHO_HEADERS``; ``usage`` the value ``BAD_USAGE`` puts
+        in every token count of the reply's ``usage``.
         """
         fault = Fault(fault)
         if (fault is Fault.UNSUPPORTED_PARAMETER) != (parameter is not None):
             raise ValueError("parameter: give it with UNSUPPORTED_PARAMETER, and only then")
         rule = _Rule(fault, times, Task(task) if task is not None else None, path,
-                     retry_after_s, parameter)
+                     retry_after_s, parameter, status, usage)
         with self._lock:
             self._rules.append(rule)
 
@@ -190,7 +203,11 @@ class FakeOpenAIServer:
             s = self._stats
             return ServerStats(s.requests, s.chat_requests, s.embedding_requests,
                                Counter(s.by_task), Counter(s.faults), s.prompt_tokens,
-                               s.completion_tokens, s.embedding_inputs)
+                               s.completion_tokens, s.embedding_inputs, s.streamed_bytes)
+
+    def _count_streamed(self, n: int) -> None:
+        with self._lock:
+            self._stats.streamed_bytes += n
 
     def recorded(self) -> list[RecordedRequest]:
         with self._lock:
@@ -249,8 +266,10 @@ class FakeOpenAIServer:
             s.completion_tokens += entry.completion_tokens
             self._recorded.append(entry)
 
-    def handle(self, path: str, body: dict[str, Any]) -> tuple[int, dict[str, str], bytes | None]:
-        """One request -> (status, headers, payload); payload None = drop the connection."""
+    def handle(self, path: str, body: dict[str, Any], request_headers: Mapping[str, str]
+               | None = None) -> tuple[int, dict[str, str], bytes | Stream | None]:
+        """One request -> (status, headers, payload); payload None = drop the
+        connection, a ``Stream`` = stream until the client leaves."""
         started = time.monotonic()
         request = fake_judge.identify(body) if path == CHAT_PATH else None
         task = request.task if request is not None else None
@@ -259,7 +278,7 @@ class FakeOpenAIServer:
         fault = rule.fault if rule is not None else None
         prompt_tokens = completion_tokens = 0
         status, headers = 200, {}
-        payload: bytes | None
+        payload: bytes | Stream | None
         if fault is Fault.HANG:
             self._stopping.wait()
             payload = None
@@ -267,6 +286,17 @@ class FakeOpenAIServer:
             payload = None
         elif fault is Fault.GARBAGE:
             payload = b"\xff\xfe<html>upstream proxy says hi" + bytes(range(256))
+        elif fault in (Fault.ENDLESS_BODY, Fault.HUGE_LENGTH):
+            payload = Stream(chunked=fault is Fault.ENDLESS_BODY)
+        elif rule is not None and fault is Fault.ECHO_HEADERS:
+            quoted = "; ".join(f"{k}: {v}" for k, v in (request_headers or {}).items())
+            status, payload = rule.status, _error(f"upstream refused the request ({quoted})",
+                                                  "upstream_error")
+        elif fault is Fault.UNAUTHORIZED:
+            key = _bearer(request_headers or {})
+            status, payload = 401, _error(
+                f"Incorrect API key provided: {_openai_masked(key)}. You can find your API "
+                "key at https://platform.openai.com/account/api-keys.", "invalid_api_key")
         elif fault is Fault.SERVER_ERROR:
             status, payload = 500, _error("injected server error", "server_error")
         elif rule is not None and fault is Fault.RATE_LIMIT:
@@ -297,7 +327,7 @@ class FakeOpenAIServer:
                 n = max(1, raw_n) if isinstance(raw_n, int) else 1
                 completion_tokens = count_tokens(content) * n
                 payload = self._chat_payload(content, finish, n, prompt_tokens,
-                                             completion_tokens)
+                                             completion_tokens, rule)
         else:
             texts = _inputs(body)
             if texts is None:
@@ -305,14 +335,22 @@ class FakeOpenAIServer:
                                               "invalid_request_error")
             else:
                 prompt_tokens = sum(count_tokens(t) for t in texts)
-                payload = self._embeddings_payload(body, texts, prompt_tokens, fault)
+                payload = self._embeddings_payload(body, texts, prompt_tokens, rule)
+        if fault is Fault.GZIPPED and isinstance(payload, bytes):
+            payload = gzip.compress(payload)
+            headers["Content-Encoding"] = "gzip"
         self._record(RecordedRequest(path, body, task, fault, prompt_tokens, completion_tokens,
                                      started, time.monotonic()))
         return status, headers, payload
 
     def _chat_payload(self, content: str, finish: str, n: int, prompt_tokens: int,
-                      completion_tokens: int) -> bytes:
-        return json.dumps({
+                      completion_tokens: int, rule: _Rule | None) -> bytes:
+        usage: dict[str, Any] = {"prompt_tokens": prompt_tokens,
+                                 "completion_tokens": completion_tokens,
+                                 "total_tokens": prompt_tokens + completion_tokens}
+        if rule is not None and rule.fault is Fault.BAD_USAGE:
+            usage = dict.fromkeys(usage, rule.usage)
+        return _dumps({
             "id": f"chatcmpl-fake-{time.monotonic_ns()}",
             "object": "chat.completion",
             "created": int(time.time()),
@@ -320,12 +358,12 @@ class FakeOpenAIServer:
             "choices": [{"index": i, "finish_reason": finish, "logprobs": None,
                          "message": {"role": "assistant", "content": content}}
                         for i in range(n)],
-            "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens,
-                      "total_tokens": prompt_tokens + completion_tokens},
-        }, ensure_ascii=False).encode()
+            "usage": usage,
+        })
 
     def _embeddings_payload(self, body: Mapping[str, Any], texts: list[str],
-                            prompt_tokens: int, fault: Fault | None) -> bytes:
+                            prompt_tokens: int, rule: _Rule | None) -> bytes:
+        fault = rule.fault if rule is not None else None
         dim = body.get("dimensions") if isinstance(body.get("dimensions"), int) else None
         data = []
         for i, text in enumerate(texts):
@@ -336,12 +374,43 @@ class FakeOpenAIServer:
                 vector = vector * float("nan")
             elif fault is Fault.SHORT_EMBEDDINGS:
                 vector = vector[: len(vector) // 2]
+            elif fault is Fault.HUGE_EMBEDDINGS:
+                vector = vector.astype("float64") * 1e300
             encoded: Any = (base64.b64encode(vector.astype("<f4").tobytes()).decode()
                             if body.get("encoding_format") == "base64" else vector.tolist())
             data.append({"object": "embedding", "index": i, "embedding": encoded})
-        return json.dumps({"object": "list", "data": data, "model": str(body.get("model", "")),
-                           "usage": {"prompt_tokens": prompt_tokens,
-                                     "total_tokens": prompt_tokens}}).encode()
+        usage: dict[str, Any] = {"prompt_tokens": prompt_tokens, "total_tokens": prompt_tokens}
+        if rule is not None and rule.fault is Fault.BAD_USAGE:
+            usage = dict.fromkeys(usage, rule.usage)
+        return _dumps({"object": "list", "data": data, "model": str(body.get("model", "")),
+                       "usage": usage})
+
+
+@dataclass(frozen=True)
+class Stream:
+    """An endless 200 reply: chunked, or announcing a 1 TB ``Content-Length``."""
+
+    chunked: bool
+
+
+# Bounds the test server's own work if a client never stops reading.
+STREAM_CAP_BYTES = 512 * 1024 * 1024
+_STREAM_CHUNK = b'{"pad": "' + b"x" * (64 * 1024 - 12) + b'"},'
+
+
+def _dumps(value: Any) -> bytes:
+    # allow_nan: BAD_USAGE sends NaN / Infinity as Python's json module writes them
+    return json.dumps(value, ensure_ascii=False, allow_nan=True).encode()
+
+
+def _bearer(headers: Mapping[str, str]) -> str:
+    value = next((v for k, v in headers.items() if k.lower() == "authorization"), "")
+    return value.removeprefix("Bearer ").strip()
+
+
+def _openai_masked(key: str) -> str:
+    """The key as OpenAI's 401 text shows it: the first and last 4 characters."""
+    return key[:4] + "*" * max(0, len(key) - 8) + key[-4:] if len(key) > 8 else "*" * len(key)
 
 
 def _wants_schema(body: Mapping[str, Any]) -> bool:
@@ -381,11 +450,34 @@ def _make_handler(server: FakeOpenAIServer) -> type[BaseHTTPRequestHandler]:
             if not isinstance(body, dict):
                 self._send(400, {}, _error("body must be an object", "invalid_request_error"))
                 return
-            status, headers, payload = server.handle(path, body)
+            status, headers, payload = server.handle(path, body, dict(self.headers.items()))
             if payload is None:
                 self.close_connection = True
                 return
+            if isinstance(payload, Stream):
+                self._stream(payload)
+                return
             self._send(status, headers, payload)
+
+        def _stream(self, stream: Stream) -> None:
+            self.close_connection = True
+            try:
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                if stream.chunked:
+                    self.send_header("Transfer-Encoding", "chunked")
+                else:
+                    self.send_header("Content-Length", str(10**12))
+                self.end_headers()
+                frame = (b"%x\r\n%s\r\n" % (len(_STREAM_CHUNK), _STREAM_CHUNK)
+                         if stream.chunked else _STREAM_CHUNK)
+                sent = 0
+                while sent < STREAM_CAP_BYTES and not server._stopping.is_set():
+                    self.wfile.write(frame)
+                    sent += len(_STREAM_CHUNK)
+                    server._count_streamed(len(_STREAM_CHUNK))
+            except OSError:
+                pass  # the client stopped reading: what the fault is for
 
         def _send(self, status: int, headers: Mapping[str, str], payload: bytes) -> None:
             try:
