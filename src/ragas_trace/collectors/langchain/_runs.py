@@ -36,9 +36,9 @@ class Run:
     """
 
     __slots__ = ("_child_context", "_root", "attrs", "children", "ctx", "emitted", "end_ns",
-                 "error", "evicted", "name", "open_children", "parent", "question_known",
-                 "retrieved", "run_id", "session_looked_up", "span", "start_ns", "started",
-                 "streaming", "suppressed")
+                 "error", "evicted", "kept", "name", "open_children", "parent",
+                 "question_known", "retrieved", "run_id", "session_looked_up", "span",
+                 "start_ns", "started", "streaming", "suppressed")
 
     def __init__(self, run_id: int, root: Run | None, parent: Run | None = None,
                  name: str = "", attrs: dict[str, Any] | None = None,
@@ -73,6 +73,8 @@ class Run:
         # Root only: the document lists recorded so far, so that the same passages
         # arriving again (a tool's artifact, a state snapshot) are not counted twice.
         self.retrieved: list[Any] = []
+        # Root only: the texts of the passages a step last kept (a RERANKER span).
+        self.kept: frozenset[str] | None = None
         self._child_context: otel_context.Context | None = None
 
     @property
