@@ -32,13 +32,16 @@ from llamaindex_fakes import (  # noqa: F401 (the fixtures are used by name)
     memories_fixture,
     tracing_fixture,
 )
-from opentelemetry.sdk.trace import ReadableSpan
+from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from span_checks import by_kind, one
 
+import ragas_trace
 from ragas_trace import semconv as sc
 from ragas_trace.collectors import llamaindex
 from ragas_trace.extract import extract_record, reranked_documents_of
 from ragas_trace.testing import InMemoryTracing
+from ragas_trace.testing.scripted_judge import ScriptedJudge
 
 Q = "Which cats like boxes?"
 # (text, score): a cut-off at 0.3 keeps the first two, as in issue 25.
@@ -241,3 +244,21 @@ def test_an_agent_tool_engine_scores_the_postprocessed_nodes_of_each_call(
     rerankers = by_kind(spans, sc.KIND_RERANKER)
     assert len(rerankers) == 2 and {s.parent.span_id for s in rerankers if s.parent} == tools
     assert scored(spans) == ["Cats like boxes.", "Boxes keep cats warm."] * 2
+
+
+def test_the_judge_gets_the_postprocessed_nodes() -> None:
+    exporter = InMemorySpanExporter()
+    judge = ScriptedJudge()
+    rt = ragas_trace.setup(judge=judge, tracer_provider=TracerProvider(), exporter=exporter)
+    installation = llamaindex.instrument(tracer_provider=rt.tracer_provider)
+    try:
+        response = engine(_cutoff()).query(Q)
+        assert rt.force_flush(timeout_s=10)
+    finally:
+        installation.uninstrument()
+        rt.shutdown(timeout_s=5)
+
+    assert judge.contexts == [texts(response.source_nodes)] == [
+        ["Cats like boxes.", "Boxes keep cats warm."]]
+    [root] = [s for s in exporter.get_finished_spans() if s.name == "RetrieverQueryEngine.query"]
+    assert root.attributes[sc.RAGAS_EVALUATION_STATUS] == "scored"
