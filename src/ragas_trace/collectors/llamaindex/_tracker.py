@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import inspect
 import itertools
+import operator
 import time
 import weakref
 from collections.abc import Mapping
@@ -162,8 +163,11 @@ class Tracker(SpanBook):
                 self._push(Node(id_, POSTPROCESSOR, None, current.request, current,
                                 dict(_RERANKER_ATTRS)))
         elif role == SYNTHESIZER:
-            if current.role not in _NO_RERANKER_UNDER and method_of(id_) in _SYNTHESIZE_METHODS:
-                self._synthesizer_nodes(id_, current, bound_args.arguments.get("nodes"))
+            last = current.last_nodes
+            # An engine without postprocessors passes its retriever's list on: the
+            # common case costs these two reads.
+            if last is not None and (nodes := bound_args.arguments.get("nodes")) is not last:
+                self._synthesizer_nodes(id_, current, last, nodes)
         elif role == LLM:
             # Private helpers (``_prepare_chat_with_tools``) are no model call.
             if current.role == LLM or not method_of(id_).startswith("_"):
@@ -234,17 +238,16 @@ class Tracker(SpanBook):
             book.add(docs, result)
             self._span_of(node).set_attributes(docs)
 
-    def _synthesizer_nodes(self, id_: str, current: Node, nodes: Any) -> None:
+    def _synthesizer_nodes(self, id_: str, current: Node, last: list[Any], nodes: Any) -> None:
         """The nodes a synthesizer is given, when they are not the ones the request's
         latest RETRIEVER / RERANKER span recorded (a postprocessor without a span of its
         own, such as ``LLMRerank``'s async path, or an engine's own filtering): a
         RERANKER span named after the synthesizer call holds them, if they are a choice
-        among those (the same node objects). Compared by identity: an engine without
-        postprocessors passes its retriever's list on."""
-        last = current.last_nodes
-        if last is None or not isinstance(nodes, list):
+        among those (the same node objects)."""
+        if (current.role in _NO_RERANKER_UNDER or not isinstance(nodes, list)
+                or method_of(id_) not in _SYNTHESIZE_METHODS):
             return
-        if len(nodes) == len(last) and all(a is b for a, b in zip(nodes, last, strict=True)):
+        if len(nodes) == len(last) and all(map(operator.is_, nodes, last)):
             return
         known = {id(getattr(n, "node", n)) for n in last}
         if not all(id(getattr(n, "node", n)) in known for n in nodes):
