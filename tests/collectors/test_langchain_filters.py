@@ -190,3 +190,21 @@ def test_a_graph_node_that_drops_every_passage_leaves_none(tracing: InMemoryTrac
 
     _, record = one_request(tracing.spans())
     assert passages(record) == []
+
+
+def test_a_step_handing_on_one_of_two_passage_lists_drops_nothing(
+        tracing: InMemoryTracing) -> None:
+    retriever = STORE.as_retriever(search_kwargs={"k": 1})
+    other = apps.question(5)
+    chain = ({"a": retriever, "b": RunnableLambda(lambda q: other) | retriever,
+              "question": RunnablePassthrough()}
+             | RunnableLambda(lambda x: {"a": x["a"], "question": x["question"]})
+             | RunnablePassthrough.assign(context=lambda x: join(x["a"]))
+             | PROMPT | llm() | StrOutputParser())
+    chain.invoke(Q, {"callbacks": [RagasCallbackHandler(tracing.provider)]})
+
+    spans = tracing.spans()
+    _, record = one_request(spans)
+    # "a" is handed on whole: a subset of all the step got, but not of its own key.
+    assert by_kind(spans, sc.KIND_RERANKER) == []
+    assert sorted(passages(record)) == sorted(top(Q, 1) + top(other, 1))

@@ -63,14 +63,14 @@ def in_output(outputs: Any, depth: int = 0) -> Iterator[tuple[str, list[Document
 
 
 class StepInput:
-    """The passages a chain step was given: their texts, and the state keys (or
-    ``"documents"`` for a bare list) that held them."""
+    """The passages a chain step was given: the texts under each state key that held
+    Documents (``"documents"`` for a bare list), and all of them."""
 
-    __slots__ = ("keys", "texts")
+    __slots__ = ("by_key", "texts")
 
-    def __init__(self, keys: frozenset[str], texts: frozenset[str]) -> None:
-        self.keys = keys
-        self.texts = texts
+    def __init__(self, by_key: dict[str, frozenset[str]]) -> None:
+        self.by_key = by_key
+        self.texts = frozenset().union(*by_key.values())
 
 
 def step_input(inputs: Any) -> StepInput | None:
@@ -82,31 +82,30 @@ def step_input(inputs: Any) -> StepInput | None:
         docs = _documents(inputs)
         if docs is None:
             return None
-        return StepInput(frozenset(("documents",)), frozenset(d.page_content for d in docs))
+        return StepInput({"documents": frozenset(d.page_content for d in docs)})
     if kind is not dict:
         return None
-    keys: list[str] = []
-    texts: set[str] = set()
+    by_key: dict[str, frozenset[str]] = {}
     for key, value in inputs.items():
         if type(value) is list and value and isinstance(value[0], Document):
-            keys.append(str(key))
-            texts.update(d.page_content for d in value if isinstance(d, Document))
-    return StepInput(frozenset(keys), frozenset(texts)) if keys else None
+            by_key[str(key)] = frozenset(d.page_content for d in value
+                                         if isinstance(d, Document))
+    return StepInput(by_key) if by_key else None
 
 
 def kept(outputs: Any, given: StepInput) -> Iterator[list[Document]]:
     """The Documents lists of a step's output that are a strict subset (by text) of
-    those it was given: a filter, cut-off or reranker that dropped some. A list the
-    step emptied, under a key that held its input passages, counts (it kept none)."""
-    if given.texts:
-        for _, docs in in_output(outputs):
-            texts = {d.page_content for d in docs}
-            if texts < given.texts:
-                yield docs
-    if type(outputs) is list and not outputs and "documents" in given.keys:
+    those it was given under the same key (else of all it was given): a filter,
+    cut-off or reranker that dropped some. A list the step emptied, under a key that
+    held its input passages, counts (it kept none)."""
+    for key, docs in in_output(outputs):
+        texts = {d.page_content for d in docs}
+        if texts < given.by_key.get(key, given.texts):
+            yield docs
+    if type(outputs) is list and not outputs and "documents" in given.by_key:
         yield []
     elif type(outputs) is dict:
-        for key in given.keys:
+        for key in given.by_key:
             if type(outputs.get(key)) is list and not outputs[key]:
                 yield []
 
