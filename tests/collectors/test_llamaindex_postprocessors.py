@@ -262,3 +262,19 @@ def test_the_judge_gets_the_postprocessed_nodes() -> None:
         ["Cats like boxes.", "Boxes keep cats warm."]]
     [root] = [s for s in exporter.get_finished_spans() if s.name == "RetrieverQueryEngine.query"]
     assert root.attributes[sc.RAGAS_EVALUATION_STATUS] == "scored"
+
+
+def test_a_streamed_query_scores_the_postprocessed_nodes(tracing: InMemoryTracing) -> None:
+    llamaindex.instrument(tracing.provider)
+    query_engine = RetrieverQueryEngine.from_args(
+        FourRetriever(), llm=MockLLM(max_tokens=4), streaming=True,
+        node_postprocessors=_cutoff())
+
+    response = query_engine.query(Q)
+    answer = "".join(response.response_gen)
+
+    spans = tracing.spans()
+    record = extract_record(spans)
+    assert record is not None and record.answer == answer
+    assert record.context_texts == texts(response.source_nodes) == [
+        "Cats like boxes.", "Boxes keep cats warm."]
