@@ -133,3 +133,88 @@ def test_answer_from_a_serialised_message_state_skips_tool_calls() -> None:
         span = ReadableSpan("LangGraph", attributes={sc.SPAN_KIND: sc.KIND_CHAIN,
                                                      sc.OUTPUT_VALUE: json.dumps(state)})
         assert answer_of(span) == answer
+
+
+def _documents(span: Any, prefix: str, docs: list[tuple[str, str]]) -> None:
+    for i, (doc_id, text) in enumerate(docs):
+        span.set_attribute(sc.document_key(i, sc.DOCUMENT_ID, prefix), doc_id)
+        span.set_attribute(sc.document_key(i, sc.DOCUMENT_CONTENT, prefix), text)
+
+
+def _retrieve(tracing: InMemoryTracing, name: str, docs: list[tuple[str, str]]) -> None:
+    with tracing.tracer.start_as_current_span(name) as span:
+        span.set_attribute(sc.SPAN_KIND, sc.KIND_RETRIEVER)
+        _documents(span, sc.RETRIEVAL_DOCUMENTS, docs)
+
+
+def _rerank(tracing: InMemoryTracing, name: str, docs: list[tuple[str, str]]) -> None:
+    """A RERANKER span as OpenInference's LlamaIndex instrumentation makes for a node
+    postprocessor (its input documents are left out: they do not matter here)."""
+    with tracing.tracer.start_as_current_span(name) as span:
+        span.set_attribute(sc.SPAN_KIND, sc.KIND_RERANKER)
+        _documents(span, sc.RERANKER_OUTPUT_DOCUMENTS, docs)
+
+
+FOUR = [("a", "A."), ("b", "B."), ("c", "C."), ("d", "D.")]
+
+
+def _record(tracing: InMemoryTracing, body: Any) -> list[str]:
+    with tracing.tracer.start_as_current_span("query") as root:
+        root.set_attribute(sc.SPAN_KIND, sc.KIND_CHAIN)
+        root.set_attribute(sc.INPUT_VALUE, "Which?")
+        body()
+    record = extract_record(tracing.spans())
+    assert record is not None
+    return record.context_texts
+
+
+def test_a_reranker_output_replaces_what_was_retrieved() -> None:
+    tracing = InMemoryTracing()
+
+    def body() -> None:
+        _retrieve(tracing, "retrieve", FOUR)
+        _rerank(tracing, "SimilarityPostprocessor._postprocess_nodes", FOUR[:3])
+        _rerank(tracing, "LLMRerank._postprocess_nodes", [FOUR[2], FOUR[0]])
+
+    # The last of a chain of postprocessors is what the synthesizer was given.
+    assert _record(tracing, body) == ["C.", "A."]
+
+
+def test_a_reranker_replaces_only_the_branch_it_reranked() -> None:
+    tracing = InMemoryTracing()
+
+    def body() -> None:
+        with tracing.tracer.start_as_current_span("tool-1"):
+            _retrieve(tracing, "retrieve", FOUR[:2])
+        with tracing.tracer.start_as_current_span("tool-2"):
+            _retrieve(tracing, "retrieve", FOUR[2:])
+            _rerank(tracing, "cut", FOUR[3:])
+        # Parallel branches under one parent: each reranker replaces its own retrieval.
+        _retrieve(tracing, "retrieve-x", [("x1", "X1."), ("x2", "X2.")])
+        _retrieve(tracing, "retrieve-y", [("y1", "Y1."), ("y2", "Y2.")])
+        _rerank(tracing, "cut-y", [("y2", "Y2.")])
+        _rerank(tracing, "cut-x", [("x1", "X1.")])
+
+    assert _record(tracing, body) == ["A.", "B.", "D.", "Y2.", "X1."]
+
+
+def test_a_reranker_that_kept_nothing_leaves_no_passage() -> None:
+    tracing = InMemoryTracing()
+
+    def body() -> None:
+        _retrieve(tracing, "retrieve", FOUR)
+        _rerank(tracing, "SimilarityPostprocessor._postprocess_nodes", [])
+
+    assert _record(tracing, body) == []
+
+
+def test_a_reranker_matches_passages_by_id_when_it_rewrote_their_text() -> None:
+    tracing = InMemoryTracing()
+
+    def body() -> None:
+        _retrieve(tracing, "retrieve", FOUR)
+        # MetadataReplacementPostProcessor: the same nodes, their text now the window.
+        _rerank(tracing, "MetadataReplacementPostProcessor._postprocess_nodes",
+                [("a", "Window around A."), ("b", "Window around B.")])
+
+    assert _record(tracing, body) == ["Window around A.", "Window around B."]

@@ -71,9 +71,11 @@ def extract_record(
 ) -> RagRecord | None:
     """The record of the request rooted at ``root`` (default: ``find_root(spans)``).
 
-    Retrieved passages come from RETRIEVER spans that descend from the root, in start
-    order. Returns ``None`` when no root with a question is found. Never raises on
-    malformed attributes: a field that cannot be read is left out.
+    Passages come from RETRIEVER spans that descend from the root, in start order,
+    except where a RERANKER span (a node postprocessor, reranker or filter) says which
+    of them the model was given (see ``_Passages``). Returns ``None`` when no root with
+    a question is found. Never raises on malformed attributes: a field that cannot be
+    read is left out.
     """
     span_list = list(spans)
     if root is None:
@@ -84,7 +86,7 @@ def extract_record(
         return None
     by_id = {s.context.span_id: s for s in span_list if s.context is not None}
     root_id = root.context.span_id
-    contexts: list[Context] = []
+    passages = _Passages(by_id)
     prompt_tokens = completion_tokens = 0
     saw_usage = False
     for span in sorted(span_list, key=lambda s: s.start_time or 0):
@@ -95,7 +97,9 @@ def extract_record(
             continue
         kind = span_kind(span)
         if kind == sc.KIND_RETRIEVER:
-            contexts.extend(documents_of(span))
+            passages.retrieved(span)
+        elif kind == sc.KIND_RERANKER:
+            passages.reranked(span)
         elif kind == sc.KIND_LLM:
             usage = _usage_of(span.attributes or {})
             if usage is not None:
@@ -110,7 +114,7 @@ def extract_record(
     framework = attrs.get(sc.RAGAS_FRAMEWORK)
     return RagRecord(
         question=question_of(root),
-        contexts=tuple(contexts),
+        contexts=tuple(passages.used()),
         answer=answer_of(root),
         trace_id=root.context.trace_id,
         span_id=root_id,
@@ -144,24 +148,74 @@ def answer_of(span: ReadableSpan) -> str | None:
 def documents_of(span: ReadableSpan) -> list[Context]:
     """Passages of a RETRIEVER span: OpenInference attributes, else OpenLLMetry output."""
     attrs = span.attributes or {}
+    docs = _documents(attrs, sc.RETRIEVAL_DOCUMENTS)
+    if docs:
+        return docs
+    return _openllmetry_documents(attrs.get(sc.TRACELOOP_ENTITY_OUTPUT))
+
+
+def reranked_documents_of(span: ReadableSpan) -> list[Context]:
+    """The passages a RERANKER span passed on (OpenInference ``reranker.output_documents``)."""
+    return _documents(span.attributes or {}, sc.RERANKER_OUTPUT_DOCUMENTS)
+
+
+def _documents(attrs: Mapping[str, Any], prefix: str) -> list[Context]:
     docs: list[Context] = []
     i = 0
     while True:
-        content = attrs.get(sc.document_key(i, sc.DOCUMENT_CONTENT))
-        if content is None and sc.document_key(i, sc.DOCUMENT_ID) not in attrs:
+        content = attrs.get(sc.document_key(i, sc.DOCUMENT_CONTENT, prefix))
+        doc_id = attrs.get(sc.document_key(i, sc.DOCUMENT_ID, prefix))
+        if content is None and doc_id is None:
             break
-        doc_id = attrs.get(sc.document_key(i, sc.DOCUMENT_ID))
-        score = attrs.get(sc.document_key(i, sc.DOCUMENT_SCORE))
+        score = attrs.get(sc.document_key(i, sc.DOCUMENT_SCORE, prefix))
         docs.append(Context(
             content=content if isinstance(content, str) else "",
             id=str(doc_id) if doc_id is not None else None,
             score=float(score) if isinstance(score, int | float) else None,
-            metadata=_json_object(attrs.get(sc.document_key(i, sc.DOCUMENT_METADATA))),
+            metadata=_json_object(attrs.get(sc.document_key(i, sc.DOCUMENT_METADATA, prefix))),
         ))
         i += 1
-    if docs:
-        return docs
-    return _openllmetry_documents(attrs.get(sc.TRACELOOP_ENTITY_OUTPUT))
+    return docs
+
+
+class _Passages:
+    """The passages the model was given, from a request's RETRIEVER and RERANKER spans
+    seen in start order.
+
+    Each span's passages form a group. A RERANKER's output replaces the earlier groups,
+    under the RERANKER's parent span, that share a passage (by id or text) with it: what
+    it was given, whether a retrieval or an earlier reranker's output, so a chain of
+    postprocessors leaves the last one's output, and branches that retrieved other
+    passages (a parallel retrieval, another tool call) keep theirs. A RERANKER that kept
+    nothing replaces the group just before it. Without RERANKER spans (most
+    instrumentations) this is every retrieved passage, in order."""
+
+    def __init__(self, by_id: Mapping[int, ReadableSpan]) -> None:
+        self._by_id = by_id
+        self._groups: list[tuple[ReadableSpan, list[Context]]] = []
+
+    def retrieved(self, span: ReadableSpan) -> None:
+        self._groups.append((span, documents_of(span)))
+
+    def reranked(self, span: ReadableSpan) -> None:
+        docs = reranked_documents_of(span)
+        parent = span.parent.span_id if span.parent is not None else None
+        earlier = [i for i, (group_span, _) in enumerate(self._groups)
+                   if parent is None or any(a.context is not None and a.context.span_id == parent
+                                            for a in _ancestors(group_span, self._by_id))]
+        if docs:
+            ids = {d.id for d in docs if d.id is not None}
+            texts = {d.content for d in docs}
+            replaced = {i for i in earlier
+                        if any(c.content in texts or (c.id is not None and c.id in ids)
+                               for c in self._groups[i][1])}
+        else:
+            replaced = set(earlier[-1:])
+        self._groups = [g for i, g in enumerate(self._groups) if i not in replaced]
+        self._groups.append((span, docs))
+
+    def used(self) -> list[Context]:
+        return [c for _, docs in self._groups for c in docs]
 
 
 def _ancestors(span: ReadableSpan, by_id: Mapping[int, ReadableSpan]) -> Iterable[ReadableSpan]:

@@ -13,6 +13,9 @@ KIND_EMBEDDING: Final = "EMBEDDING"
 KIND_EVALUATOR: Final = "EVALUATOR"
 KIND_TOOL: Final = "TOOL"
 KIND_AGENT: Final = "AGENT"
+# A step that reorders or cuts passages (node postprocessor, reranker, filter): its
+# ``reranker.output_documents`` are what the model was given.
+KIND_RERANKER: Final = "RERANKER"
 
 INPUT_VALUE: Final = "input.value"
 INPUT_MIME_TYPE: Final = "input.mime_type"
@@ -26,6 +29,7 @@ DOCUMENT_CONTENT: Final = "document.content"
 DOCUMENT_ID: Final = "document.id"
 DOCUMENT_SCORE: Final = "document.score"
 DOCUMENT_METADATA: Final = "document.metadata"
+RERANKER_OUTPUT_DOCUMENTS: Final = "reranker.output_documents"
 
 LLM_MODEL_NAME: Final = "llm.model_name"
 LLM_PROVIDER: Final = "llm.provider"
@@ -118,9 +122,10 @@ RAGAS_CONTEXT_SENTENCES: Final = "ragas.context_relevance.sentences"
 RAGAS_CONTEXT_SENTENCES_KEPT: Final = "ragas.context_relevance.sentences_kept"
 
 
-def document_key(index: int, field: str) -> str:
-    """``retrieval.documents.{index}.{field}``, e.g. ``document_key(0, DOCUMENT_CONTENT)``."""
-    return f"{RETRIEVAL_DOCUMENTS}.{index}.{field}"
+def document_key(index: int, field: str, prefix: str = RETRIEVAL_DOCUMENTS) -> str:
+    """``retrieval.documents.{index}.{field}``, e.g. ``document_key(0, DOCUMENT_CONTENT)``;
+    ``prefix=RERANKER_OUTPUT_DOCUMENTS`` for a reranker's output."""
+    return f"{prefix}.{index}.{field}"
 
 
 def message_key(direction: str, index: int, field: str) -> str:

@@ -363,3 +363,28 @@ def test_content_policy_redact_covers_exception_events_and_status(make_rig):
     (root,) = rig.named("rag")
     assert "[X]" in root.status.description
     assert "[X]" in root.events[0].attributes["exception.message"]
+
+
+def test_the_judge_gets_the_reranked_passages_and_drop_strips_them(make_rig):
+    rig = make_rig(content_policy=ContentPolicy("drop"))
+    kept = "Paris is the capital and largest city of France."
+    reranker = {sc.SPAN_KIND: sc.KIND_RERANKER,
+                sc.document_key(0, sc.DOCUMENT_ID, sc.RERANKER_OUTPUT_DOCUMENTS): "d0",
+                sc.document_key(0, sc.DOCUMENT_CONTENT, sc.RERANKER_OUTPUT_DOCUMENTS): kept}
+    attrs = {sc.SPAN_KIND: sc.KIND_CHAIN, sc.INPUT_VALUE: "What is the capital of France?",
+             sc.OUTPUT_VALUE: "Paris."}
+    with rig.tracer.start_as_current_span("rag", attributes=attrs):
+        with rig.tracer.start_as_current_span("retriever", attributes={
+                sc.SPAN_KIND: sc.KIND_RETRIEVER,
+                sc.document_key(0, sc.DOCUMENT_ID): "d0",
+                sc.document_key(0, sc.DOCUMENT_CONTENT): kept,
+                sc.document_key(1, sc.DOCUMENT_ID): "d1",
+                sc.document_key(1, sc.DOCUMENT_CONTENT): "Lyon is a city in France."}):
+            pass
+        with rig.tracer.start_as_current_span("cutoff", attributes=reranker):
+            pass
+    assert rig.processor.force_flush(5000)
+    assert rig.judge.contexts == [[kept]]
+    exported = rig.named("cutoff")[0].attributes
+    assert sc.document_key(0, sc.DOCUMENT_CONTENT, sc.RERANKER_OUTPUT_DOCUMENTS) not in exported
+    assert exported[sc.document_key(0, sc.DOCUMENT_ID, sc.RERANKER_OUTPUT_DOCUMENTS)] == "d0"

@@ -29,18 +29,21 @@ DocumentWriter = Callable[[dict[str, Any], DocumentKeys, Any], None]
 
 
 class DocumentAttributes:
-    """Passage attributes of a retriever span, written into its attribute dict with
-    keys built once per index (this runs for every passage of every request). The
+    """Passage attributes of a retriever span (or, with ``prefix``, a reranker's output),
+    written into its attribute dict with keys built once per index (this runs for every
+    passage of every request). The
     framework's ``write`` reads one passage; one that fails loses only its own
     attributes, counted under ``where``."""
 
     def __init__(self, write: DocumentWriter, where: str, max_documents: int,
-                 budget: int | None) -> None:
+                 budget: int | None, prefix: str = sc.RETRIEVAL_DOCUMENTS) -> None:
         self._write = write
         self._where = where
         self._keys: list[DocumentKeys] = [
-            (sc.document_key(i, sc.DOCUMENT_CONTENT), sc.document_key(i, sc.DOCUMENT_ID),
-             sc.document_key(i, sc.DOCUMENT_SCORE), sc.document_key(i, sc.DOCUMENT_METADATA))
+            (sc.document_key(i, sc.DOCUMENT_CONTENT, prefix),
+             sc.document_key(i, sc.DOCUMENT_ID, prefix),
+             sc.document_key(i, sc.DOCUMENT_SCORE, prefix),
+             sc.document_key(i, sc.DOCUMENT_METADATA, prefix))
             for i in range(max_documents)]
         self._budget = budget
 
@@ -105,6 +108,10 @@ def output_attributes(answer: str | None) -> Iterator[Attribute]:
 def retriever_attributes() -> Iterator[Attribute]:
     yield sc.SPAN_KIND, sc.KIND_RETRIEVER
     yield sc.GEN_AI_OPERATION_NAME, sc.GEN_AI_OPERATION_RETRIEVAL
+
+
+def reranker_attributes() -> Iterator[Attribute]:
+    yield sc.SPAN_KIND, sc.KIND_RERANKER
 
 
 def document_attributes(

@@ -32,7 +32,7 @@ _EXACT_KEYS = frozenset({
     sc.EXCEPTION_MESSAGE, sc.EXCEPTION_STACKTRACE,
 })
 _CONTENT_KEY = re.compile(
-    r"^(?:retrieval\.documents\.\d+\.document\.content"
+    r"^(?:(?:retrieval\.documents|reranker\.(?:input|output)_documents)\.\d+\.document\.content"
     r"|llm\.(?:input|output)_messages\..*"
     r"|llm\.prompts\..*"
     r"|gen_ai\.(?:prompt|completion)(?:\..*)?"

@@ -1,7 +1,7 @@
 """Which finished spans belong to which RAG request, until its root ends.
 
 Per trace: a parent map of the spans seen since the RAG root started (ints only),
-the root candidates still open, and references to the RETRIEVER and LLM spans
+the root candidates still open, and references to the RETRIEVER, RERANKER and LLM spans
 (decided by kind), all bounded. The root is the candidate with no open
 candidate above it; at its end ``take`` hands back its descendants' kept spans,
 plus id-only stand-ins for the spans in between so that ``extract_record`` can
@@ -20,7 +20,7 @@ from opentelemetry.sdk.trace import ReadableSpan
 
 from ragas_trace import semconv as sc
 
-KEPT_KINDS = frozenset({sc.KIND_RETRIEVER, sc.KIND_LLM})
+KEPT_KINDS = frozenset({sc.KIND_RETRIEVER, sc.KIND_RERANKER, sc.KIND_LLM})
 MAX_SPANS_PER_TRACE = 4096
 MAX_KEPT_PER_TRACE = 256
 

@@ -8,7 +8,12 @@ Apps usually get these from ``vector_store.similarity_search``, which makes no
 callback, so they are the only trace of the retrieval. The same Documents often pass
 by more than once in one request (a retriever run inside the tool whose artifact
 they are, a later node handing the state on): only passages not yet seen in the
-request are recorded (``unseen``)."""
+request are recorded (``unseen``).
+
+A step whose input holds Documents and whose output a strict subset of them (a
+``RunnableLambda`` that cuts the list, a graph node that grades and drops passages,
+an ``EmbeddingsFilter`` called in a step) chose what reaches the prompt: ``kept``
+finds those lists."""
 
 from __future__ import annotations
 
@@ -55,6 +60,54 @@ def in_output(outputs: Any, depth: int = 0) -> Iterator[tuple[str, list[Document
     elif type(outputs) is list and outputs and not isinstance(outputs[0], str | Document):
         for item in outputs:
             yield from in_output(item, depth + 1)
+
+
+class StepInput:
+    """The passages a chain step was given: the texts under each state key that held
+    Documents (``"documents"`` for a bare list), and all of them."""
+
+    __slots__ = ("by_key", "texts")
+
+    def __init__(self, by_key: dict[str, frozenset[str]]) -> None:
+        self.by_key = by_key
+        self.texts = frozenset().union(*by_key.values())
+
+
+def step_input(inputs: Any) -> StepInput | None:
+    """The Documents lists of a step's input (a bare list, or values of a dict such as
+    a graph's state), or None: most steps get none. Runs at every step's start, so
+    anything else returns after one type check."""
+    kind = type(inputs)
+    if kind is list:
+        docs = _documents(inputs)
+        if docs is None:
+            return None
+        return StepInput({"documents": frozenset(d.page_content for d in docs)})
+    if kind is not dict:
+        return None
+    by_key: dict[str, frozenset[str]] = {}
+    for key, value in inputs.items():
+        if type(value) is list and value and isinstance(value[0], Document):
+            by_key[str(key)] = frozenset(d.page_content for d in value
+                                         if isinstance(d, Document))
+    return StepInput(by_key) if by_key else None
+
+
+def kept(outputs: Any, given: StepInput) -> Iterator[list[Document]]:
+    """The Documents lists of a step's output that are a strict subset (by text) of
+    those it was given under the same key (else of all it was given): a filter,
+    cut-off or reranker that dropped some. A list the step emptied, under a key that
+    held its input passages, counts (it kept none)."""
+    for key, docs in in_output(outputs):
+        texts = {d.page_content for d in docs}
+        if texts < given.by_key.get(key, given.texts):
+            yield docs
+    if type(outputs) is list and not outputs and "documents" in given.by_key:
+        yield []
+    elif type(outputs) is dict:
+        for key in given.by_key:
+            if type(outputs.get(key)) is list and not outputs[key]:
+                yield []
 
 
 def unseen(docs: Sequence[Document], seen_lists: Iterable[Sequence[Any]]) -> list[Document]:

@@ -6,7 +6,9 @@ call (TOOL, with its input and output) and each model call (LLM, with model, tok
 usage, prompt and completion messages). A direct vector-store search reaches
 the handler as a retriever run too (``_vector_stores`` wraps the search methods).
 Passages that arrive without a retriever run (a tool's artifact, Documents a graph
-node writes into its state) get a RETRIEVER span too; a request with no passages at
+node writes into its state) get a RETRIEVER span too; a step that is given
+Documents and returns a strict subset of them (a filter, cut-off or reranker) gets a
+RERANKER span with what it kept, which is what reaches the prompt; a request with no passages at
 all takes those of the state it returns (a resumed graph), else its tools' text
 outputs. A retriever inside a retriever makes no span: the outer one's documents are
 what the app got. Every other run only maps to its nearest spanned ancestor. The
@@ -58,6 +60,7 @@ _Build = Callable[[Any], dict[str, Any]]
 
 
 _RETRIEVER_ATTRIBUTES: dict[str, Any] = dict(attributes.retriever_attributes())
+_RERANKER_ATTRIBUTES: dict[str, Any] = dict(attributes.reranker_attributes())
 
 
 class RagasCallbackHandler(BaseCallbackHandler):
@@ -104,13 +107,18 @@ class RagasCallbackHandler(BaseCallbackHandler):
         self._run_ttl_s = _settings.setting(_settings.RUN_TTL_S, run_ttl_s)
         self._max_steps = _settings.setting(_settings.MAX_OPEN_RUNS, max_open_runs)
         self._runs = RunMap(self._run_ttl_s, self._max_steps)
-        # Open steps inside requests: run id -> (name, start ns).
-        self._steps: dict[int, tuple[str, int]] = {}
+        # Open steps inside requests: run id -> (name, start ns, passages given).
+        self._steps: dict[int, tuple[str, int, _found_documents.StepInput | None]] = {}
         limit = SpanLimits().max_span_attributes
         self._document_attributes = attributes.DocumentAttributes(
             _values.write_document, "langchain.document",
             _settings.setting(_settings.MAX_DOCUMENTS, max_documents),
             None if limit is None else max(limit - _RETRIEVER_BASE_ATTRIBUTES, 0))
+        self._reranked_attributes = attributes.DocumentAttributes(
+            _values.write_document, "langchain.reranked_document",
+            _settings.setting(_settings.MAX_DOCUMENTS, max_documents),
+            None if limit is None else max(limit - _RETRIEVER_BASE_ATTRIBUTES, 0),
+            sc.RERANKER_OUTPUT_DOCUMENTS)
         self._emitter = Emitter(self._tracer, self._runs, self._run_ttl_s)
         # Start attributes that depend only on the chain's or model's name, built once.
         self._root_attrs: dict[str, dict[str, Any]] = {}
@@ -147,10 +155,12 @@ class RagasCallbackHandler(BaseCallbackHandler):
                 if not root.session_looked_up:
                     _session_from_config(root, parent_run_id)
                 # A step inside a request (a graph node, a task): its name and start
-                # name the passages it may return.
+                # name the passages it may return; the passages it is given tell
+                # whether it filtered them.
                 if len(self._steps) >= self._max_steps:
                     self._steps.clear()  # steps that never ended; only names are lost
-                self._steps[run_id.int] = (name, time.time_ns())
+                self._steps[run_id.int] = (name, time.time_ns(),
+                                           _found_documents.step_input(inputs))
                 return
             self._start_root(run_id, name, None, inputs, metadata)
         except Exception as exc:
@@ -165,9 +175,13 @@ class RagasCallbackHandler(BaseCallbackHandler):
             if run.run_id == run_id.int:
                 self._end_root_chain(run, outputs, kwargs.get("inputs"), None)
             else:
+                found = False
                 for key, docs in _found_documents.in_output(outputs):
-                    name, start = step if step is not None else (key, None)
-                    self._found(run, name, docs, None, start)
+                    name, start = (step[0], step[1]) if step is not None else (key, None)
+                    found |= self._found(run, name, docs, None, start)
+                if not found and step is not None and step[2] is not None:
+                    for docs in _found_documents.kept(outputs, step[2]):
+                        self._reranked(run, step[0], docs, step[1])
         except Exception as exc:
             record_internal_error("langchain.on_chain_end", exc)
 
@@ -454,13 +468,14 @@ class RagasCallbackHandler(BaseCallbackHandler):
                             run.start_ns, run.end_ns)
 
     def _found(self, parent: Run, name: str, docs: Sequence[Any], query: str | None,
-               start_ns: int | None, end_ns: int | None = None) -> None:
+               start_ns: int | None, end_ns: int | None = None) -> bool:
         """A RETRIEVER span under ``parent`` for the passages of ``docs`` not yet seen
-        in the request (from ``start_ns``, default now, to ``end_ns``, default now)."""
+        in the request (from ``start_ns``, default now, to ``end_ns``, default now);
+        whether there were any."""
         root = parent.root
         fresh = _found_documents.unseen(docs, root.retrieved)
         if not fresh or root.suppressed:
-            return
+            return False
         root.retrieved.append(fresh)
         attrs = _RETRIEVER_ATTRIBUTES.copy()
         attrs.update(attributes.input_attributes(query))
@@ -468,6 +483,23 @@ class RagasCallbackHandler(BaseCallbackHandler):
         now = time.time_ns() if end_ns is None else end_ns
         run = Run(0, root, parent, name, attrs, now if start_ns is None else start_ns)
         run.end_ns = now
+        self._emitter.add_ended(run)
+        return True
+
+    def _reranked(self, parent: Run, name: str, docs: Sequence[Document],
+                  start_ns: int) -> None:
+        """A RERANKER span under ``parent`` for the passages a step kept: what reaches
+        the prompt (``extract`` scores them instead of those it was given). A step
+        nested in one that kept the same passages adds none."""
+        root = parent.root
+        texts = frozenset(d.page_content for d in docs)
+        if root.suppressed or root.kept == texts:
+            return
+        root.kept = texts
+        attrs = _RERANKER_ATTRIBUTES.copy()
+        self._reranked_attributes.add(attrs, docs)
+        run = Run(0, root, parent, name, attrs, start_ns)
+        run.end_ns = time.time_ns()
         self._emitter.add_ended(run)
 
     def _evict(self, victims: list[Run]) -> None:

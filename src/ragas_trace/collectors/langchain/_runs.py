@@ -43,9 +43,9 @@ class Run:
     """
 
     __slots__ = ("_child_context", "_root", "attrs", "children", "ctx", "emitted", "end_ns",
-                 "error", "evicted", "name", "open_children", "parent", "question_known",
-                 "retrieved", "run_id", "run_ids", "session_looked_up", "span", "start_ns",
-                 "started", "streaming", "suppressed", "task_hook")
+                 "error", "evicted", "kept", "name", "open_children", "parent",
+                 "question_known", "retrieved", "run_id", "run_ids", "session_looked_up",
+                 "span", "start_ns", "started", "streaming", "suppressed", "task_hook")
 
     def __init__(self, run_id: int, root: Run | None, parent: Run | None = None,
                  name: str = "", attrs: dict[str, Any] | None = None,
@@ -85,6 +85,8 @@ class Run:
         # ends the request if its task is cancelled first (``_cancel``).
         self.run_ids: list[int] = []
         self.task_hook: TaskHook | None = None
+        # Root only: the texts of the passages a step last kept (a RERANKER span).
+        self.kept: frozenset[str] | None = None
         self._child_context: otel_context.Context | None = None
 
     @property

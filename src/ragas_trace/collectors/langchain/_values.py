@@ -44,7 +44,10 @@ def answer_of(outputs: Any) -> str | None:
     ``with_structured_output`` answer), or the final assistant text of a
     ``{"messages": [...]}`` state (never a tool-call message), else an agent's
     ``structured_response`` (``create_agent(response_format=...)``): its answer key,
-    else the whole of it as JSON (a structured answer has no other text)."""
+    else the whole of it as JSON (a structured answer has no other text). An
+    ``include_raw=True`` structured output reads its ``parsed``, else its ``raw``."""
+    if type(outputs) is dict and "parsed" in outputs and "raw" in outputs:
+        return _include_raw_answer(outputs)
     found = _text_of(outputs, ANSWER_KEYS, _messages.final_answer, 0)
     if found is not None:
         return found
@@ -53,6 +56,27 @@ def answer_of(outputs: Any) -> str | None:
         found = _text_of(outputs, ANSWER_KEYS, _messages.final_answer, 0)
         return found if found is not None else _structured(outputs)
     return _structured(outputs) if isinstance(outputs, BaseModel) else None
+
+
+def _include_raw_answer(outputs: dict[str, Any]) -> str | None:
+    """``with_structured_output(..., include_raw=True)``'s ``{"raw", "parsed",
+    "parsing_error"}``: ``parsed`` as any structured answer; when nothing was parsed,
+    the text the model wrote, else the arguments of its first tool call (what it
+    answered, in a shape the schema refused)."""
+    parsed = outputs["parsed"]
+    if parsed is not None:
+        found = _text_of(parsed, ANSWER_KEYS, _messages.final_answer, 0)
+        return found if found is not None else _structured(parsed)
+    raw = outputs["raw"]
+    text = _messages.content_text(getattr(raw, "content", None))
+    if text:
+        return text
+    calls = getattr(raw, "tool_calls", None)
+    if type(calls) is list and calls and isinstance(calls[0], Mapping):
+        args = calls[0].get("args")
+        found = _text_of(args, ANSWER_KEYS, _messages.final_answer, 0)
+        return found if found is not None else _structured(args)
+    return None
 
 
 def _structured(value: Any) -> str | None:

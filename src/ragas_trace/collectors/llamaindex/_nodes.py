@@ -12,6 +12,8 @@ from llama_index.core.base.base_query_engine import BaseQueryEngine
 from llama_index.core.base.base_retriever import BaseRetriever
 from llama_index.core.base.llms.base import BaseLLM
 from llama_index.core.chat_engine.types import BaseChatEngine, StreamingAgentChatResponse
+from llama_index.core.postprocessor.types import BaseNodePostprocessor
+from llama_index.core.response_synthesizers.base import BaseSynthesizer
 from llama_index.core.tools.types import BaseTool
 from llama_index.core.workflow import Workflow
 from opentelemetry import context as otel_context
@@ -20,14 +22,17 @@ from opentelemetry.trace import Span
 # Roles of the objects whose dispatcher spans matter. Plain ints, not an Enum: member
 # access on an Enum class costs about 0.15 µs in CPython 3.11, and this runs per span.
 # STEP: spans without an object, among them every workflow step (whose output event
-# may carry passages).
-OTHER, QUERY_ENGINE, CHAT_ENGINE, RETRIEVER, LLM, CHAT_STREAM, ROOT, WORKFLOW, TOOL, STEP = (
-    range(10))
+# may carry passages). POSTPROCESSOR: node postprocessors and rerankers; SYNTHESIZER:
+# response synthesizers (the nodes they are given are what the model reads).
+(OTHER, QUERY_ENGINE, CHAT_ENGINE, RETRIEVER, LLM, CHAT_STREAM, ROOT, WORKFLOW, TOOL, STEP,
+ POSTPROCESSOR, SYNTHESIZER) = range(12)
 _ROLE_CLASSES = (
     (BaseQueryEngine, QUERY_ENGINE),
     (BaseChatEngine, CHAT_ENGINE),
     (Workflow, WORKFLOW),
     (BaseRetriever, RETRIEVER),
+    (BaseNodePostprocessor, POSTPROCESSOR),
+    (BaseSynthesizer, SYNTHESIZER),
     (BaseLLM, LLM),
     (BaseTool, TOOL),
     (StreamingAgentChatResponse, CHAT_STREAM),
@@ -82,8 +87,8 @@ class Node:
     a node still open then gets its span in the burst and ends it later."""
 
     __slots__ = ("aliases", "attrs", "ctx", "end_ns", "ended", "error", "has_input",
-                 "instance_id", "li_id", "name", "parent", "parent_ctx", "pending", "request",
-                 "role", "span", "start_ns", "token")
+                 "instance_id", "last_nodes", "li_id", "name", "parent", "parent_ctx",
+                 "pending", "request", "role", "span", "start_ns", "token")
 
     def __init__(self, li_id: str, role: int, span: Span | None, request: Request,
                  parent: Node | None = None, attrs: dict[str, Any] | None = None) -> None:
@@ -109,6 +114,9 @@ class Node:
         # An LLM call's input messages are recorded (its first start event).
         self.has_input = False
         self.token: Token[Node | None] | None = None
+        # The node list the latest RETRIEVER / RERANKER child of this node recorded
+        # (per parent: an agent's tool calls run at once).
+        self.last_nodes: list[Any] | None = None
 
 
 # The innermost span of ours around the running code. LlamaIndex tracks its own spans

@@ -3,12 +3,15 @@
 One CHAIN root per request: ``query``/``aquery`` of a query engine,
 ``chat``/``achat``/``stream_chat``/``astream_chat`` of a chat engine, or the ``run``
 of a workflow (agents such as ``FunctionAgent`` are workflows), whichever is
-outermost; a RETRIEVER span per outermost ``retrieve``, a TOOL span per outermost
-tool call and an LLM span per outermost LLM call (with its messages, from the LLM
-start/end events). Workflow steps run as asyncio tasks created inside the run, so
-they inherit the run's context variables, ``CURRENT`` included. A step makes no span;
-``NodeWithScore``s in its output event that no retriever span of the run recorded
-get a RETRIEVER span of their own. Every other
+outermost; a RETRIEVER span per outermost ``retrieve``, a RERANKER span per outermost
+node postprocessor call (its output: what the synthesizer is given), a TOOL span per
+outermost tool call and an LLM span per outermost LLM call (with its messages, from
+the LLM start/end events). Workflow steps run as asyncio tasks created inside the
+run, so they inherit the run's context variables, ``CURRENT`` included. A step makes
+no span; ``NodeWithScore``s in its output event that no retriever span of the run
+recorded get a RETRIEVER span of their own. A synthesizer given a choice among the
+nodes last recorded that is not those nodes (made without a span) gets a RERANKER
+span with it. Every other
 dispatcher span is ignored at the cost of one dict lookup: the enclosing span of ours
 is found through a context variable (``CURRENT``), not through a map of every open
 dispatcher span. LLM calls nested in an LLM call (``acomplete`` -> ``complete``,
@@ -33,6 +36,7 @@ from __future__ import annotations
 
 import inspect
 import itertools
+import operator
 import time
 import weakref
 from collections.abc import Mapping
@@ -58,10 +62,12 @@ from ragas_trace.collectors.llamaindex._nodes import (
     CHAT_STREAM,
     CURRENT,
     LLM,
+    POSTPROCESSOR,
     QUERY_ENGINE,
     RETRIEVER,
     ROOT,
     STEP,
+    SYNTHESIZER,
     TOOL,
     WORKFLOW,
     Node,
@@ -85,6 +91,12 @@ _LLM_RESPONSES = (CompletionResponse, ChatResponse)
 _MISSING = object()
 _MAX_CACHED = 1024  # distinct engine names / LLM models whose attributes are cached
 _RETRIEVER_ATTRS = dict(attributes.retriever_attributes())
+_RERANKER_ATTRS = dict(attributes.reranker_attributes())
+# The span DispatcherSpanMixin puts on every postprocessor's implementation.
+_POSTPROCESS_METHODS = frozenset({"_postprocess_nodes", "_apostprocess_nodes"})
+_SYNTHESIZE_METHODS = frozenset({"synthesize", "asynthesize"})
+# Inside these, a postprocessor's output is part of what they return.
+_NO_RERANKER_UNDER = frozenset({RETRIEVER, POSTPROCESSOR})
 
 
 class Tracker(SpanBook):
@@ -100,6 +112,9 @@ class Tracker(SpanBook):
         self._engines = engines
         self._documents = attributes.DocumentAttributes(
             values.write_document, "llamaindex.document", max_documents, document_budget)
+        self._reranked = attributes.DocumentAttributes(
+            values.write_document, "llamaindex.reranked_document", max_documents,
+            document_budget, sc.RERANKER_OUTPUT_DOCUMENTS)
         # Attributes that only depend on the span's name / the LLM's class and model.
         self._chain_attrs: dict[str, dict[str, Any]] = {}
         self._llm_attrs: dict[tuple[str | None, str | None], dict[str, Any]] = {}
@@ -140,6 +155,19 @@ class Tracker(SpanBook):
                 attrs = dict(_RETRIEVER_ATTRS)
                 attrs.update(attributes.input_attributes(values.question_of(bound_args)))
                 self._push(Node(id_, RETRIEVER, None, current.request, current, attrs))
+        elif role == POSTPROCESSOR:
+            # A node postprocessor or reranker: what it returns, not what was retrieved,
+            # is what the synthesizer is given (and ``Response.source_nodes`` shows).
+            if (current.role not in _NO_RERANKER_UNDER
+                    and method_of(id_) in _POSTPROCESS_METHODS):
+                self._push(Node(id_, POSTPROCESSOR, None, current.request, current,
+                                dict(_RERANKER_ATTRS)))
+        elif role == SYNTHESIZER:
+            last = current.last_nodes
+            # An engine without postprocessors passes its retriever's list on: the
+            # common case costs these two reads.
+            if last is not None and (nodes := bound_args.arguments.get("nodes")) is not last:
+                self._synthesizer_nodes(id_, current, last, nodes)
         elif role == LLM:
             # Private helpers (``_prepare_chat_with_tools``) are no model call.
             if current.role == LLM or not method_of(id_).startswith("_"):
@@ -168,15 +196,19 @@ class Tracker(SpanBook):
             self._root_returned(node, result)
         elif node.role == RETRIEVER:
             try:
-                if node.attrs is not None:
-                    self._documents.add(node.attrs, result)
-                else:
-                    docs: dict[str, Any] = {}
-                    self._documents.add(docs, result)
-                    self._span_of(node).set_attributes(docs)
+                self._add_documents(node, self._documents, result)
+                if isinstance(result, list) and node.parent is not None:
+                    node.parent.last_nodes = result
                 seen = node.request.passage_ids
                 if seen is not None and isinstance(result, list):
                     seen.update(filter(None, map(agent_values.node_id, result)))
+            finally:
+                self._end_node(node)
+        elif node.role == POSTPROCESSOR:
+            try:
+                self._add_documents(node, self._reranked, result)
+                if isinstance(result, list) and node.parent is not None:
+                    node.parent.last_nodes = result
             finally:
                 self._end_node(node)
         elif node.role == TOOL:
@@ -195,6 +227,37 @@ class Tracker(SpanBook):
             if isinstance(result, _LLM_RESPONSES):
                 self._add(node, attributes.usage_attributes(*values.usage_of(result)))
             self._end_node(node)
+
+    def _add_documents(self, node: Node, book: attributes.DocumentAttributes,
+                       result: Any) -> None:
+        if node.attrs is not None:
+            book.add(node.attrs, result)
+        else:
+            # Its span was made early, as the parent of a model call (``LLMRerank``).
+            docs: dict[str, Any] = {}
+            book.add(docs, result)
+            self._span_of(node).set_attributes(docs)
+
+    def _synthesizer_nodes(self, id_: str, current: Node, last: list[Any], nodes: Any) -> None:
+        """The nodes a synthesizer is given, when they are not the ones the request's
+        latest RETRIEVER / RERANKER span recorded (a postprocessor without a span of its
+        own, such as ``LLMRerank``'s async path, or an engine's own filtering): a
+        RERANKER span named after the synthesizer call holds them, if they are a choice
+        among those (the same node objects)."""
+        if (current.role in _NO_RERANKER_UNDER or not isinstance(nodes, list)
+                or method_of(id_) not in _SYNTHESIZE_METHODS):
+            return
+        if len(nodes) == len(last) and all(map(operator.is_, nodes, last)):
+            return
+        known = {id(getattr(n, "node", n)) for n in last}
+        if not all(id(getattr(n, "node", n)) in known for n in nodes):
+            # New nodes (a sub-question engine's answers, citation chunks): text made
+            # from the passages, not a choice among them; the passages stay scored.
+            return
+        current.last_nodes = nodes
+        attrs = dict(_RERANKER_ATTRS)
+        self._reranked.add(attrs, nodes)
+        self._end_node(Node(id_, POSTPROCESSOR, None, current.request, current, attrs))
 
     def drop(self, id_: str, instance: Any, role: int, err: BaseException | None) -> None:
         node = CURRENT.get()
