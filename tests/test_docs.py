@@ -118,3 +118,11 @@ def test_a_quick_start_needs_its_markers(tmp_path: Path) -> None:
     script.write_text("# BEGIN QUICK START\nprint(1)\n# END QUICK START\n", encoding="utf-8")
     assert gen_docs.quick_start_code(script) == "print(1)"
 
+
+
+def test_make_phoenix_is_the_third_set_up_command() -> None:
+    readme = README.read_text(encoding="utf-8")
+    set_up = readme.split("## Set-up")[1].split("\n## ")[0]
+    commands = [line.split("#")[0].strip() for line in set_up.split("```sh\n")[1]
+                .split("```")[0].splitlines()]
+    assert commands[1:4] == ["make demo", "make test", "make phoenix"]
