@@ -4,7 +4,7 @@ PHOENIX_VENV ?= .venv-phoenix
 # Flags for the demo that make phoenix sends, e.g. make phoenix DEMO_ARGS="--requests 10"
 DEMO_ARGS ?=
 
-.PHONY: install install-demo demo phoenix phoenix-stop test lint typecheck unit docs
+.PHONY: install install-demo demo phoenix phoenix-stop test lint typecheck unit docs dist
 
 $(VENV)/bin/python:
 	python3 -m venv $(VENV)
@@ -56,3 +56,8 @@ docs: install
 
 test: lint typecheck unit docs
 
+# The sdist and the wheel in dist/, checked by twine (the metadata PyPI would show).
+dist: install
+	rm -rf dist
+	$(VENV)/bin/python -m build --outdir dist .
+	$(VENV)/bin/twine check --strict dist/*
