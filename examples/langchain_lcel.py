@@ -1,12 +1,16 @@
 """A LangChain LCEL RAG chain (retriever | prompt | model | parser) traced and scored
 by ragas-trace, with the callback handler passed to one call. Runs offline: a fake
-chat model, an in-memory vector store and the local judge.
+chat model, an in-memory vector store and the local judge. The README's quick start
+is the part between the QUICK START markers, so it runs as pasted.
 
     python examples/langchain_lcel.py
+
+Real model: change the `vector_store = ...` line (your store and embeddings, e.g.
+`InMemoryVectorStore(OpenAIEmbeddings())`) and the `model = ...` line (e.g.
+`init_chat_model("openai:gpt-4o-mini")`); nothing else changes.
 """
 
-from __future__ import annotations
-
+# BEGIN QUICK START
 from langchain_core.documents import Document
 from langchain_core.embeddings import DeterministicFakeEmbedding
 from langchain_core.language_models.fake_chat_models import FakeListChatModel
@@ -18,45 +22,27 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 
 import ragas_trace
 
-QUESTION = "What is the capital of France?"
+spans = InMemorySpanExporter()  # to print the scores below; leave it out to export over OTLP
+rt = ragas_trace.setup(service_name="faq-bot", exporter=spans)
 
 vector_store = InMemoryVectorStore(DeterministicFakeEmbedding(size=64))
-vector_store.add_documents([
-    Document("Paris is the capital and largest city of France.", id="paris-1"),
-    Document("France is a country in Western Europe.", id="france-1"),
-])
-retriever = vector_store.as_retriever(search_kwargs={"k": 2})
+vector_store.add_documents([Document("The Pro and Team plans include phone support."),
+                            Document("The Free plan includes email support only.")])
+model = FakeListChatModel(responses=["The Pro and Team plans include phone support."])
+
 prompt = ChatPromptTemplate.from_template(
-    "Answer from the context.\nContext: {context}\nQuestion: {question}")
-llm = FakeListChatModel(responses=["Paris is the capital of France."])
+    "Answer from the context.\n{context}\n\nQuestion: {question}")
+retriever = vector_store.as_retriever(search_kwargs={"k": 2})
+chain = ({"context": retriever | (lambda docs: "\n\n".join(d.page_content for d in docs)),
+          "question": RunnablePassthrough()} | prompt | model | StrOutputParser())
+answer = chain.invoke("Which plans include phone support?",
+                      config={"callbacks": [rt.langchain_handler(app_name="faq")]})
+print("answer:", answer)
 
-
-def format_docs(docs: list[Document]) -> str:
-    return "\n\n".join(doc.page_content for doc in docs)
-
-
-chain = ({"context": retriever | format_docs, "question": RunnablePassthrough()}
-         | prompt | llm | StrOutputParser())
-
-
-def main() -> None:
-    exporter = InMemorySpanExporter()  # in production: OTLP, e.g. exporter="otlp"
-    rt = ragas_trace.setup(service_name="lcel-example", judge="local", exporter=exporter)
-
-    answer = chain.invoke(QUESTION, config={"callbacks": [rt.langchain_handler(app_name="faq")]})
-    print("answer:", answer)
-
-    rt.force_flush(timeout_s=30)
-    for span in exporter.get_finished_spans():
-        attrs = span.attributes or {}
-        if attrs.get("openinference.span.kind") == "CHAIN":  # the request's root
-            print(f"{span.name} (app {attrs['ragas.app.name']}): "
-                  f"status={attrs['ragas.evaluation.status']}")
-            for metric in ("faithfulness", "answer_relevance", "context_relevance"):
-                print(f"  {metric}: {attrs.get('ragas.' + metric)} "
-                      f"({attrs.get('ragas.' + metric + '.label')})")
-    rt.shutdown(timeout_s=10)
-
-
-if __name__ == "__main__":
-    main()
+rt.force_flush()  # waits for the background scorer (at most 30 s)
+for span in spans.get_finished_spans():
+    if span.attributes.get("openinference.span.kind") == "CHAIN":  # the request's root span
+        print(span.name, {key: span.attributes.get(f"ragas.{key}") for key in (
+            "evaluation.status", "faithfulness", "answer_relevance", "context_relevance")})
+rt.shutdown()  # scores what is still held, flushes; also registered at exit
+# END QUICK START

@@ -6,7 +6,7 @@ tool retrieved and the agent's final answer, with a TOOL span for the tool call.
 
 llama-index-core's ``MockFunctionCallingLLM`` plays the agent's model (it calls the
 tool once, then answers with what the tool found); the tool's engine uses the
-extractive stand-in of ``llamaindex_query_engine.py``."""
+extractive stand-in of ``_llamaindex_offline.py``."""
 
 from __future__ import annotations
 
@@ -14,11 +14,11 @@ import asyncio
 from collections.abc import Sequence
 from typing import Any
 
+from _llamaindex_offline import ExtractiveLLM, build_index, print_scores
 from llama_index.core.agent.workflow import FunctionAgent
 from llama_index.core.base.llms.types import ChatMessage, MessageRole, ToolCallBlock
 from llama_index.core.llms.mock import MockFunctionCallingLLM
 from llama_index.core.tools import QueryEngineTool
-from llamaindex_query_engine import ExtractiveLLM, build_index, print_scores
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 import ragas_trace

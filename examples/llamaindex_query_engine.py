@@ -1,99 +1,49 @@
 """A LlamaIndex query engine traced and scored offline: ``setup()`` with the local
 judge, ``llamaindex.instrument()``, one question, then the scores on the root span.
+The README's quick start is the part between the QUICK START markers, so it runs as
+pasted.
 
     python examples/llamaindex_query_engine.py
 
-A bag-of-words embedding and an extractive stand-in for the model keep it offline;
-swap in your own ``embed_model`` and ``llm``, nothing else changes."""
+Real model: change the `index = ...` line (your embedding model as `embed_model`, or
+none for LlamaIndex's default) and the `engine = ...` line (your `llm`, or none for
+the default); nothing else changes.
+"""
 
-from __future__ import annotations
-
-import re
-import zlib
+# BEGIN QUICK START
 from typing import Any
 
 from llama_index.core import Document, VectorStoreIndex
-from llama_index.core.base.llms.types import CompletionResponse, LLMMetadata
-from llama_index.core.embeddings import BaseEmbedding
-from llama_index.core.llms import CustomLLM
+from llama_index.core.embeddings import MockEmbedding
+from llama_index.core.llms import CompletionResponse, MockLLM
 from llama_index.core.llms.callbacks import llm_completion_callback
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 import ragas_trace
 from ragas_trace.collectors import llamaindex
 
-DOCUMENTS = [
-    "Cats like boxes because enclosed spaces feel safe and warm.",
-    "Dogs need a daily walk; most breeds enjoy at least an hour outside.",
-    "Goldfish can live for more than ten years in a well-kept tank.",
-]
+spans = InMemorySpanExporter()  # to print the scores below; leave it out to export over OTLP
+rt = ragas_trace.setup(service_name="support-bot", exporter=spans)
+llamaindex.instrument(rt.tracer_provider)  # every query and chat engine in the process
 
 
-class WordsEmbedding(BaseEmbedding):
-    """Hashed bag of words: enough for the right passage to come first, offline."""
-
-    def _get_text_embedding(self, text: str) -> list[float]:
-        vector = [0.0] * 64
-        for word in re.findall(r"[a-z]+", text.lower()):
-            vector[zlib.crc32(word.rstrip("s").encode()) % 64] += 1.0
-        return vector
-
-    def _get_query_embedding(self, query: str) -> list[float]:
-        return self._get_text_embedding(query)
-
-    async def _aget_query_embedding(self, query: str) -> list[float]:
-        return self._get_text_embedding(query)
-
-
-def build_index() -> VectorStoreIndex:
-    return VectorStoreIndex.from_documents([Document(text=text) for text in DOCUMENTS],
-                                           embed_model=WordsEmbedding())
-
-
-class ExtractiveLLM(CustomLLM):
-    """Answers with the first passage of the prompt's context block (no network)."""
-
-    @property
-    def metadata(self) -> LLMMetadata:
-        return LLMMetadata(model_name="extractive-demo")
-
+class CannedLLM(MockLLM):  # one fixed answer, offline
     @llm_completion_callback()
     def complete(self, prompt: str, formatted: bool = False, **kwargs: Any) -> CompletionResponse:
-        context = prompt.split("---------------------\n")[1] if "-----" in prompt else prompt
-        return CompletionResponse(text=context.strip().split("\n")[0])
-
-    @llm_completion_callback()
-    def stream_complete(self, prompt: str, formatted: bool = False, **kwargs: Any) -> Any:
-        yield self.complete(prompt)
+        return CompletionResponse(text="The Pro and Team plans include phone support.")
 
 
-def main() -> None:
-    spans = InMemorySpanExporter()
-    rt = ragas_trace.setup(service_name="pets-faq", exporter=spans, judge="local")
-    llamaindex.instrument(rt.tracer_provider)
+texts = ["The Pro and Team plans include phone support.",
+         "The Free plan includes email support only."]
+index = VectorStoreIndex.from_documents([Document(text=t) for t in texts],
+                                        embed_model=MockEmbedding(embed_dim=8))
+engine = index.as_query_engine(llm=CannedLLM(), similarity_top_k=2)
+print("answer:", engine.query("Which plans include phone support?"))
 
-    engine = build_index().as_query_engine(llm=ExtractiveLLM(), similarity_top_k=1)
-    print("answer:", engine.query("Why do cats like boxes?"))
-
-    rt.force_flush(timeout_s=15)
-    print_scores(spans)
-    llamaindex.uninstrument()
-    rt.shutdown()
-
-
-def print_scores(spans: InMemorySpanExporter) -> None:
-    for span in spans.get_finished_spans():
-        attrs = span.attributes or {}
-        # The request's root span carries the scores as ragas.* attributes; the linked
-        # evaluation span (kind EVALUATOR) has the same status but its scores are
-        # evaluation records (evaluations.{i}.*), so it is not printed here.
-        if ("ragas.evaluation.status" in attrs and span.parent is None
-                and attrs.get("openinference.span.kind") != "EVALUATOR"):
-            print(f"{span.name}: status={attrs['ragas.evaluation.status']}")
-            for metric in ("faithfulness", "answer_relevance", "context_relevance"):
-                print(f"  {metric}: {attrs.get(f'ragas.{metric}')} "
-                      f"({attrs.get(f'ragas.{metric}.label')})")
-
-
-if __name__ == "__main__":
-    main()
+rt.force_flush()  # waits for the background scorer (at most 30 s)
+for span in spans.get_finished_spans():
+    if span.attributes.get("openinference.span.kind") == "CHAIN":  # the request's root span
+        print(span.name, {key: span.attributes.get(f"ragas.{key}") for key in (
+            "evaluation.status", "faithfulness", "answer_relevance", "context_relevance")})
+rt.shutdown()  # scores what is still held, flushes; also registered at exit
+# END QUICK START

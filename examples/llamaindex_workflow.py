@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import asyncio
 
+from _llamaindex_offline import ExtractiveLLM, build_index, print_scores
 from llama_index.core import VectorStoreIndex, get_response_synthesizer
 from llama_index.core.schema import NodeWithScore
 from llama_index.core.workflow import Context, Event, StartEvent, StopEvent, Workflow, step
-from llamaindex_query_engine import ExtractiveLLM, build_index, print_scores
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 import ragas_trace

@@ -19,6 +19,8 @@ Sources, by block name:
     cli-help[-COMMAND]    ``ragas-trace [COMMAND] --help``, 100 columns wide
     screenshot            the Phoenix screenshot, once docs/images/phoenix-trace-list.png exists
     examples              examples/*.py and the first sentence of each one's docstring
+    quickstart-NAME       examples/NAME.py between its QUICK START markers, and the
+                          docstring's "Real model:" sentence (the lines to change)
 
     python tools/gen_docs.py           # rewrite stale blocks
     python tools/gen_docs.py --check   # exit 1 naming each stale block
@@ -44,6 +46,10 @@ HELP_COLUMNS = "100"
 SCREENSHOT = "docs/images/phoenix-trace-list.png"
 
 _LITERAL = re.compile(r"``([^`]+)``")
+_QUICK_START = re.compile(r"^# BEGIN QUICK START\n(?P<code>.*?)^# END QUICK START$",
+                          re.DOTALL | re.MULTILINE)
+_REAL_MODEL = re.compile(r"^Real model: (?P<text>.*?)(?:\n\n|\Z)", re.DOTALL | re.MULTILINE)
+QUICK_STARTS = ("langchain_lcel", "langchain_agent", "llamaindex_query_engine")
 _BLOCK = re.compile(
     r"(?P<begin><!-- BEGIN GENERATED: (?P<name>[\w-]+) -->\n)"
     r"(?P<body>.*?)"
@@ -148,9 +154,35 @@ def _cli_help(*command: str) -> Callable[[], str]:
     return render
 
 
+def example_scripts() -> list[Path]:
+    """The runnable examples; ``_name.py`` files are helpers they share."""
+    return [p for p in sorted((ROOT / "examples").glob("*.py")) if not p.name.startswith("_")]
+
+
+def quick_start_code(script: Path) -> str:
+    """The lines of ``script`` between its QUICK START markers (a whole program)."""
+    match = _QUICK_START.search(script.read_text(encoding="utf-8"))
+    if match is None:
+        raise ValueError(f"{script.name}: no '# BEGIN QUICK START' / '# END QUICK START' lines")
+    return match["code"].rstrip("\n")
+
+
+def _quick_start(name: str) -> Callable[[], str]:
+    def render() -> str:
+        script = ROOT / "examples" / f"{name}.py"
+        doc = ast.get_docstring(ast.parse(script.read_text(encoding="utf-8"))) or ""
+        real = _REAL_MODEL.search(doc)
+        if real is None:
+            raise ValueError(f"{script.name}: no 'Real model:' sentence in the docstring")
+        return (f"```python\n{quick_start_code(script)}\n```\n\n"
+                f"Offline as it stands ([`examples/{script.name}`](examples/{script.name}), "
+                f"run by the tests). For a real model: {' '.join(real['text'].split())}")
+    return render
+
+
 def _examples() -> str:
     lines = ["| script | what it shows |", "| --- | --- |"]
-    for script in sorted((ROOT / "examples").glob("*.py")):
+    for script in example_scripts():
         doc = ast.get_docstring(ast.parse(script.read_text(encoding="utf-8"))) or ""
         first = " ".join(doc.split("\n\n")[0].split())
         sentence = _LITERAL.sub(r"`\1`", first.split(". ")[0].rstrip("."))
@@ -174,6 +206,7 @@ GENERATORS: dict[str, Callable[[], str]] = {
     "figures-sources": _figures_sources,
     "screenshot": _screenshot,
     "examples": _examples,
+    **{f"quickstart-{name}": _quick_start(name) for name in QUICK_STARTS},
     "cli-help": _cli_help(),
     **{f"cli-help-{c}": _cli_help(c) for c in ("demo", "serve", "eval", "score")},
 }
