@@ -35,6 +35,11 @@ class Busy(Exception):
         self.retry_after_s = retry_after_s
 
 
+class TooLarge(Exception):
+    """A request the forward queue could not take even empty: refused for good (HTTP
+    413, gRPC RESOURCE_EXHAUSTED without RetryInfo), never "retry later"."""
+
+
 @dataclass(frozen=True)
 class Ingest:
     """``deliver`` takes the accepted spans: the trace assembler when scoring, the
@@ -59,9 +64,9 @@ class Ingest:
     retry_after_s: int = 1
 
     def __call__(self, body: bytes, encoding: Encoding) -> ExportTraceServiceResponse:
-        """Accept the request in ``body``, or raise ``BadRequest`` (malformed) or
-        ``Busy``. Spans are accepted whole or not at all, so a refused request can be
-        resent without duplicates."""
+        """Accept the request in ``body``, or raise ``BadRequest`` (malformed),
+        ``Busy`` or ``TooLarge``. Spans are accepted whole or not at all, so a refused
+        request can be resent without duplicates."""
         if self.whole_requests:
             converted = self._forward_whole(body, encoding)
         else:
@@ -90,6 +95,15 @@ class Ingest:
         return convert_request(request or parse_request(body, encoding), None)
 
     def _admit(self, count: int, nbytes: int) -> None:
-        if not self.forward.admits(count, nbytes):
-            self.stats.refused("busy")
-            raise Busy(self.retry_after_s)
+        if self.forward.admits(count, nbytes):
+            return
+        max_spans, max_bytes = self.forward.admit_capacity
+        if count > max_spans or nbytes > max_bytes:
+            # Waiting cannot help: "retry later" would have the sender retry for ever.
+            self.stats.refused("over_queue_capacity")
+            raise TooLarge(
+                f"request of {count} spans, {nbytes} bytes: more than the gateway can "
+                f"ever queue ({max_spans} spans, {max_bytes} bytes: 90% of --queue-spans "
+                "and --queue-bytes); send smaller batches")
+        self.stats.refused("busy")
+        raise Busy(self.retry_after_s)

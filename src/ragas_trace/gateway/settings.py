@@ -80,9 +80,11 @@ OPTIONS: tuple[Setting, ...] = (
            "timeout of one export call to the next hop", "SECONDS"),
     Setting("queue_spans", "RAGAS_GATEWAY_QUEUE_SPANS", 20_000, integer(10),
            "spans waiting for the next hop; receivers answer 'retry later' once 90%% full, "
-           "past 100%% spans are dropped (counted)", "N"),
+           "past 100%% spans are dropped (counted); a request of more spans than 90%% "
+           "is refused for good (HTTP 413, gRPC RESOURCE_EXHAUSTED)", "N"),
     Setting("queue_bytes", "RAGAS_GATEWAY_QUEUE_BYTES", 128 * _MIB, integer(_MIB),
-           "bytes of spans waiting for the next hop, bounded like --queue-spans", "BYTES"),
+           "bytes of spans waiting for the next hop, bounded like --queue-spans (a "
+           "request larger than 90%% is refused for good)", "BYTES"),
     Setting("retry_for_s", "RAGAS_GATEWAY_RETRY_FOR_S", 30.0, number(0.0),
            "how long a batch is retried while the next hop fails before it is dropped",
            "SECONDS"),
@@ -93,6 +95,9 @@ OPTIONS: tuple[Setting, ...] = (
            "PEM certificate: serve both receivers over TLS (with --tls-key)", "PATH"),
     Setting("tls_key", "RAGAS_GATEWAY_TLS_KEY", None, optional(text),
            "PEM private key of --tls-cert", "PATH"),
+    Setting("allow_unauthenticated", "RAGAS_GATEWAY_ALLOW_UNAUTHENTICATED", False, boolean,
+           "accept exports without a bearer token on a non-loopback address (without "
+           "it, such an address and no token refuse to start); logs a warning", "BOOL"),
     Setting("max_request_bytes", "RAGAS_GATEWAY_MAX_REQUEST_BYTES", 4 * _MIB, integer(1024),
            "largest request accepted, after decompression", "BYTES"),
     Setting("max_attributes", "RAGAS_GATEWAY_MAX_ATTRIBUTES", 1024, integer(1),
@@ -165,6 +170,7 @@ class GatewaySettings:
     token_file: str | None
     tls_cert: str | None
     tls_key: str | None
+    allow_unauthenticated: bool
     max_request_bytes: int
     max_attributes: int
     max_events: int

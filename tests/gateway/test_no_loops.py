@@ -1,0 +1,68 @@
+"""The gateway cannot be made to loop or amplify (issue 24, rows 5, 6, 7, 13): a
+request it could never queue is refused for good, copies of a root are scored once,
+span names make no metric labels, invalid UTF-8 costs only its own spans. Real
+sockets; the next hop is a real OTLP receiver."""
+
+from __future__ import annotations
+
+import http.client
+
+import grpc
+import pytest
+from gateway_helpers import settings
+from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+
+from ragas_trace.gateway.service import Gateway
+from ragas_trace.testing import InMemoryTracing
+from ragas_trace.testing.otlp_receiver import OtlpGrpcReceiver
+from ragas_trace.testing.rag_traces import plain_request
+
+PB = {"Content-Type": "application/x-protobuf"}
+_EXPORT = "/opentelemetry.proto.collector.trace.v1.TraceService/Export"
+
+
+def _plain(traces: int, first: int = 0) -> ExportTraceServiceRequest:
+    """``traces`` plain traces, 2 spans each, in one request."""
+    tracing = InMemoryTracing()
+    for i in range(first, first + traces):
+        plain_request(tracing.tracer, i)
+    return encode_spans(tracing.spans())
+
+
+def _post(gw: Gateway, body: bytes) -> tuple[int, bytes]:
+    assert gw.http is not None
+    host, port = gw.http.server_address[:2]
+    conn = http.client.HTTPConnection(str(host), port, timeout=20)
+    try:
+        conn.request("POST", "/v1/traces", body=body, headers=PB)
+        response = conn.getresponse()
+        return response.status, response.read()
+    finally:
+        conn.close()
+
+
+# --- row 7: a request the queue can never admit -------------------------------------
+
+def test_a_request_larger_than_the_queue_is_refused_for_good_not_retried_for_ever(
+        downstream: OtlpGrpcReceiver) -> None:
+    # --queue-spans 100: receivers admit up to 90 spans; 200 can never fit.
+    too_many = _plain(100).SerializeToString()
+    with Gateway(settings(forward_endpoint=downstream.endpoint, queue_spans=100)) as gw:
+        status, body = _post(gw, too_many)
+        assert status == 413
+        assert b"--queue-spans" in body and b"200 spans" in body
+        assert gw.grpc is not None
+        with grpc.insecure_channel(gw.grpc.endpoint) as channel:
+            with pytest.raises(grpc.RpcError) as err:
+                channel.unary_unary(_EXPORT)(too_many, timeout=5)
+        assert err.value.code() is grpc.StatusCode.RESOURCE_EXHAUSTED
+        assert "--queue-spans" in (err.value.details() or "")
+        # No RetryInfo: OTLP senders must not retry it.
+        assert not any(key == "google.rpc.retryinfo-bin"
+                       for key, _ in err.value.trailing_metadata() or ())
+        # A request that fits still goes through.
+        assert _post(gw, _plain(10, first=500).SerializeToString())[0] == 200
+        assert downstream.wait_for(lambda spans: len(spans) == 20, timeout=10)
+        refused = gw.stats.snapshot()["requests_refused"]
+    assert refused == {"over_queue_capacity": 2}
