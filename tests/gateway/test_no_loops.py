@@ -6,6 +6,9 @@ sockets; the next hop is a real OTLP receiver."""
 from __future__ import annotations
 
 import http.client
+import re
+import urllib.request
+from collections import Counter
 
 import grpc
 import pytest
@@ -13,6 +16,7 @@ from gateway_helpers import settings
 from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
+from ragas_trace import semconv as sc
 from ragas_trace.gateway.service import Gateway
 from ragas_trace.testing import InMemoryTracing
 from ragas_trace.testing.otlp_receiver import OtlpGrpcReceiver
@@ -66,3 +70,52 @@ def test_a_request_larger_than_the_queue_is_refused_for_good_not_retried_for_eve
         assert downstream.wait_for(lambda spans: len(spans) == 20, timeout=10)
         refused = gw.stats.snapshot()["requests_refused"]
     assert refused == {"over_queue_capacity": 2}
+
+
+# --- row 5: senders' span names make no `app` label values --------------------------
+
+def _rag_traces(names: list[str], app_names: dict[int, str] | None = None
+                ) -> list[ExportTraceServiceRequest]:
+    """One RAG trace (root CHAIN named ``names[i]`` with a question and an answer,
+    one retrieval) per name, 500 spans a request."""
+    tracing = InMemoryTracing()
+    for i, name in enumerate(names):
+        attributes = {sc.SPAN_KIND: sc.KIND_CHAIN, sc.INPUT_VALUE: f"question {i}?",
+                      sc.OUTPUT_VALUE: f"answer {i}"}
+        if app_names and i in app_names:
+            attributes[sc.RAGAS_APP_NAME] = app_names[i]
+        with tracing.tracer.start_as_current_span(name, attributes=attributes):
+            with tracing.tracer.start_as_current_span("retrieve", attributes={
+                    sc.SPAN_KIND: sc.KIND_RETRIEVER,
+                    sc.document_key(0, sc.DOCUMENT_CONTENT): f"passage {i}"}):
+                pass
+    spans = list(tracing.spans())
+    return [encode_spans(spans[i:i + 500]) for i in range(0, len(spans), 500)]
+
+
+def _metric_labels(gw: Gateway, metric: str, label: str) -> Counter[str]:
+    assert gw.metrics is not None
+    url = f"http://127.0.0.1:{gw.metrics.port}/metrics"
+    with urllib.request.urlopen(url, timeout=10) as response:
+        text = response.read().decode()
+    out: Counter[str] = Counter()
+    for line in text.splitlines():
+        if line.startswith(metric + "{"):
+            match = re.search(label + r'="([^"]*)"', line)
+            assert match is not None, line
+            out[match.group(1)] += int(float(line.rsplit(" ", 1)[1]))
+    return out
+
+
+def test_5000_root_span_names_give_one_app_label(downstream: OtlpGrpcReceiver) -> None:
+    names = [f"chain-{i}" for i in range(5000)] + ["support-bot", "whatever"]
+    requests = _rag_traces(names, app_names={5001: "billing"})
+    with Gateway(settings(forward_endpoint=downstream.endpoint, judge="local",
+                          sample_rate=0.0, metrics_port=0, max_wait_s=30.0,
+                          app_names="support-bot")) as gw:
+        for request in requests:
+            assert _post(gw, request.SerializeToString())[0] == 200
+        assert downstream.wait_for(lambda spans: len(spans) == 2 * len(names), timeout=60)
+        apps = _metric_labels(gw, "ragas_evaluations_total", "app")
+    # The listed name and ragas.app.name are labels; 5,000 unlisted names are one.
+    assert apps == {"unknown": 5000, "support-bot": 1, "billing": 1}

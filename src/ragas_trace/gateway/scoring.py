@@ -12,6 +12,7 @@ from opentelemetry.metrics import MeterProvider
 from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor
 
 from ragas_trace.config import Settings
+from ragas_trace.gateway.app_label import AppLabel
 from ragas_trace.gateway.assembler import Release
 from ragas_trace.gateway.forward import ForwardQueue
 from ragas_trace.gateway.settings import GatewaySettings
@@ -54,7 +55,8 @@ class ScoringSink:
             annotations=settings.annotations)
         self.pipeline = build_pipeline(library, _Borrowed(forward), judge=judge,
                                        meter_provider=meter_provider,
-                                       service=settings.service_name)
+                                       service=settings.service_name,
+                                       app_label=AppLabel(settings.app_names or ()))
         self.processor = self.pipeline.processor
         self._forward = forward
 

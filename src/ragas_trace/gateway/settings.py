@@ -53,6 +53,15 @@ def _headers(value: object) -> dict[str, str]:
     return out
 
 
+def _names(value: object) -> tuple[str, ...]:
+    """``a,b,c`` or a list of strings."""
+    items = value if isinstance(value, list | tuple) else text(value).split(",")
+    names = tuple(str(item).strip() for item in items if str(item).strip())
+    if not names:
+        raise ValueError(f"expected names separated by commas, got {value!r}")
+    return names
+
+
 _MIB = 1 << 20
 OPTIONS: tuple[Setting, ...] = (
     Setting("otlp_grpc", "RAGAS_GATEWAY_OTLP_GRPC", "127.0.0.1:4317", _address,
@@ -128,6 +137,11 @@ OPTIONS: tuple[Setting, ...] = (
     Setting("max_trace_bytes", "RAGAS_GATEWAY_MAX_TRACE_BYTES", 128 * _MIB, integer(_MIB),
            "bytes of spans remembered for trace reassembly, bounded like "
            "--max-trace-spans", "BYTES"),
+    Setting("app_names", "RAGAS_GATEWAY_APP_NAMES", None, optional(_names),
+           "root span names that may be the `app` label of the scores' metrics; the "
+           "label is ragas.app.name when a root has it, else its name if listed here, "
+           "else 'unknown' (senders' span names never make labels of their own)",
+           "NAME,..."),
     Setting("judge", "RAGAS_TRACE_JUDGE", "local", choice("local", "openai", "off"),
            "judge of the scorer; 'off' forwards without scoring", "local|openai|off"),
     Setting("sample_rate", "RAGAS_TRACE_SAMPLE_RATE", None, optional(number(0.0, 1.0)),
@@ -182,6 +196,7 @@ class GatewaySettings:
     max_wait_s: float
     max_trace_spans: int
     max_trace_bytes: int
+    app_names: tuple[str, ...] | None
     judge: str
     sample_rate: float | None
     annotations: tuple[str, ...] | None
