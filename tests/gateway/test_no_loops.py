@@ -9,6 +9,7 @@ import http.client
 import re
 import urllib.request
 from collections import Counter
+from collections.abc import Callable
 
 import grpc
 import pytest
@@ -19,7 +20,7 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTrace
 from ragas_trace import semconv as sc
 from ragas_trace.gateway.service import Gateway
 from ragas_trace.testing import InMemoryTracing
-from ragas_trace.testing.otlp_receiver import OtlpGrpcReceiver
+from ragas_trace.testing.otlp_receiver import OtlpGrpcReceiver, WireSpan
 from ragas_trace.testing.rag_traces import plain_request
 
 PB = {"Content-Type": "application/x-protobuf"}
@@ -119,3 +120,74 @@ def test_5000_root_span_names_give_one_app_label(downstream: OtlpGrpcReceiver) -
         apps = _metric_labels(gw, "ragas_evaluations_total", "app")
     # The listed name and ragas.app.name are labels; 5,000 unlisted names are one.
     assert apps == {"unknown": 5000, "support-bot": 1, "billing": 1}
+
+
+# --- row 6: copies of one root are scored once ---------------------------------------
+
+def _one_rag_trace(i: int) -> tuple[ExportTraceServiceRequest, bytes]:
+    """A RAG trace in one request, and its root's span id."""
+    (request,) = _rag_traces([f"chain-{i}"])
+    spans = request.resource_spans[0].scope_spans[0].spans
+    root = next(s for s in spans if not s.parent_span_id)
+    return request, bytes(root.span_id)
+
+
+def _with_copies(request: ExportTraceServiceRequest, root_id: bytes, copies: int,
+                 keep_others: bool = True) -> ExportTraceServiceRequest:
+    out = ExportTraceServiceRequest()
+    out.CopyFrom(request)
+    spans = out.resource_spans[0].scope_spans[0].spans
+    root = next(s for s in spans if s.span_id == root_id)
+    if not keep_others:
+        del spans[:]
+    for _ in range(copies):
+        spans.add().CopyFrom(root)
+    return out
+
+
+def test_500_copies_of_a_root_are_one_judge_run_one_evaluation_span_one_count(
+        downstream: OtlpGrpcReceiver) -> None:
+    from ragas_trace.judges.openai_judge import OpenAIJudge
+    from ragas_trace.testing.openai_server import FakeOpenAIServer
+
+    reference, _ = _one_rag_trace(0)
+    replayed, root_id = _one_rag_trace(1)
+    with FakeOpenAIServer() as server, Gateway(
+            settings(forward_endpoint=downstream.endpoint, judge="openai", sample_rate=1.0,
+                     metrics_port=0),
+            judge=OpenAIJudge(base_url=server.base_url, api_key="test", cache=False)) as gw:
+
+        def scored(root: bytes) -> Callable[[list[WireSpan]], bool]:
+            return lambda spans: any(s.span_id == root.hex() and
+                                     sc.RAGAS_EVALUATION_STATUS in s.attributes
+                                     for s in spans)
+
+        # What one evaluation costs the judge.
+        assert _post(gw, reference.SerializeToString())[0] == 200
+        reference_root = next(s for s in reference.resource_spans[0].scope_spans[0].spans
+                              if not s.parent_span_id).span_id
+        assert downstream.wait_for(scored(reference_root), timeout=30)
+        one_run = server.stats().requests
+        server.reset_counters()
+        # 250 copies with the trace (held together), 250 more once it was scored.
+        assert _post(gw, _with_copies(replayed, root_id, 249).SerializeToString())[0] == 200
+        assert downstream.wait_for(scored(root_id), timeout=30)
+        assert _post(gw, _with_copies(replayed, root_id, 250, keep_others=False)
+                     .SerializeToString())[0] == 200
+        assert downstream.wait_for(
+            lambda spans: sum(s.span_id == root_id.hex() for s in spans) == 500, timeout=30)
+        assert gw.forward.force_flush(10_000)
+        assert gw.sink is not None and gw.sink.pipeline.scorer.drain(10)
+        judge_requests = server.stats().requests
+        evaluations = _metric_labels(gw, "ragas_evaluations_total", "status")
+        health = gw.health()
+    copies = [s for s in downstream.spans() if s.span_id == root_id.hex()]
+    assert len(copies) == 500
+    assert sum(sc.RAGAS_EVALUATION_STATUS in s.attributes for s in copies) == 1
+    evaluation_spans = [s for s in downstream.spans()
+                        if s.attributes.get(sc.SPAN_KIND) == sc.KIND_EVALUATOR
+                        and s.links[0][1] == root_id.hex()]
+    assert len(evaluation_spans) == 1
+    assert judge_requests == one_run
+    assert sum(evaluations.values()) == 2  # the reference and the replayed root
+    assert health["duplicate_roots"] == 499

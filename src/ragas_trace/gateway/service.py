@@ -67,7 +67,7 @@ class Gateway:
         self.assembler: TraceAssembler | None = None
         deliver: Callable[[Sequence[ReadableSpan]], None] = self.forward.offer
         if settings.judge != "off" or judge is not None:
-            self.sink = ScoringSink(settings, self.forward, judge=judge,
+            self.sink = ScoringSink(settings, self.forward, self.stats, judge=judge,
                                     meter_provider=self.metrics.meter_provider if self.metrics
                                     else None)
             self.assembler = TraceAssembler(self.sink, quiet_s=settings.quiet_s,

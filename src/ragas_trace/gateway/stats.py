@@ -22,6 +22,7 @@ class GatewayStats:
         self.requests_refused: Counter[str] = Counter()
         self.spans_dropped: Counter[str] = Counter()
         self.export_retries = 0
+        self.duplicate_roots = 0
         self._gauges: dict[str, Callable[[], int]] = {}
 
     def received(self, accepted: int, rejected: int) -> None:
@@ -43,6 +44,11 @@ class GatewayStats:
         with self._lock:
             self.spans_dropped[reason] += n
 
+    def duplicate_root(self) -> None:
+        """A copy of a RAG root already scored or held: forwarded, not scored."""
+        with self._lock:
+            self.duplicate_roots += 1
+
     def retried(self) -> None:
         with self._lock:
             self.export_retries += 1
@@ -61,6 +67,7 @@ class GatewayStats:
                 "requests_refused": dict(self.requests_refused),
                 "spans_dropped": dict(self.spans_dropped),
                 "export_retries": self.export_retries,
+                "duplicate_roots": self.duplicate_roots,
             }
         snap.update({name: read() for name, read in self._gauges.items()})
         return snap
@@ -83,6 +90,10 @@ class GatewayStats:
         meter.create_observable_counter(
             "ragas_gateway_spans_forwarded", [counter(lambda: [(self.spans_forwarded, {})])],
             description="Spans exported downstream")
+        meter.create_observable_counter(
+            "ragas_gateway_duplicate_roots",
+            [counter(lambda: [(self.duplicate_roots, {})])],
+            description="Copies of a RAG root already held or scored: forwarded unscored")
         meter.create_observable_counter(
             "ragas_gateway_spans_dropped",
             [counter(lambda: [(n, {"reason": r}) for r, n in self.spans_dropped.items()])],
