@@ -14,13 +14,18 @@ from collections.abc import Callable
 import grpc
 import pytest
 from gateway_helpers import settings
+from google.protobuf.message import DecodeError
 from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
-from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
+    ExportTraceServiceRequest,
+    ExportTraceServiceResponse,
+)
+from opentelemetry.proto.common.v1.common_pb2 import AnyValue
 
 from ragas_trace import semconv as sc
 from ragas_trace.gateway.service import Gateway
 from ragas_trace.testing import InMemoryTracing
-from ragas_trace.testing.otlp_receiver import OtlpGrpcReceiver, WireSpan
+from ragas_trace.testing.otlp_receiver import OtlpGrpcReceiver, OtlpHttpReceiver, WireSpan
 from ragas_trace.testing.rag_traces import plain_request
 
 PB = {"Content-Type": "application/x-protobuf"}
@@ -191,3 +196,58 @@ def test_500_copies_of_a_root_are_one_judge_run_one_evaluation_span_one_count(
     assert judge_requests == one_run
     assert sum(evaluations.values()) == 2  # the reference and the replayed root
     assert health["duplicate_roots"] == 499
+
+
+# --- row 13: invalid UTF-8 costs only its own spans ----------------------------------
+
+def _with_invalid_utf8() -> tuple[bytes, set[str]]:
+    """4 spans (2 plain traces): an attribute value of one and the name of another
+    hold bytes that are not UTF-8. The body, and the 4 span ids."""
+    request = _plain(2)
+    spans = request.resource_spans[0].scope_spans[0].spans
+    spans[0].attributes.add(key="note", value=AnyValue(string_value="MARK-1"))
+    spans[2].name = "MARK-2"
+    body = request.SerializeToString().replace(b"MARK-1", b"ba\xffd!!").replace(
+        b"MARK-2", b"\xc3(oops")
+    return body, {s.span_id.hex() for s in spans}
+
+
+@pytest.mark.parametrize(("judge", "protocol"), [("off", "grpc"), ("off", "http"),
+                                                 ("local", "grpc")])
+@pytest.mark.parametrize("receiver", ["grpc", "http"])
+def test_invalid_utf8_is_repaired_and_the_valid_spans_reach_the_next_hop(
+        judge: str, protocol: str, receiver: str) -> None:
+    body, ids = _with_invalid_utf8()
+    with pytest.raises(DecodeError):
+        ExportTraceServiceRequest.FromString(body)  # what a strict next hop does with it
+    hop_type = OtlpGrpcReceiver if protocol == "grpc" else OtlpHttpReceiver
+    with hop_type() as hop, Gateway(settings(
+            forward_endpoint=hop.endpoint, forward_protocol=protocol, judge=judge,
+            sample_rate=0.0)) as gw:
+        if receiver == "http":
+            status, answer = _post(gw, body)
+            assert status == 200
+            response = ExportTraceServiceResponse.FromString(answer)
+        else:
+            assert gw.grpc is not None
+            with grpc.insecure_channel(gw.grpc.endpoint) as channel:
+                response = ExportTraceServiceResponse.FromString(
+                    channel.unary_unary(_EXPORT)(body, timeout=5))
+        assert hop.wait_for(lambda spans: {s.span_id for s in spans} == ids, timeout=10)
+        snap = gw.stats.snapshot()
+    assert snap["spans_repaired"] == 2 and snap["spans_dropped"] == {}
+    assert response.partial_success.rejected_spans == 0
+    assert "2 span(s)" in response.partial_success.error_message
+    spans = {s.span_id: s for s in hop.spans()}
+    assert len(hop.spans()) == 4
+    by_name = {s.name for s in spans.values()}
+    assert "\ufffd(oops" in by_name
+    assert any(s.attributes.get("note") == "ba\ufffdd!!" for s in spans.values())
+
+
+def test_a_body_malformed_otherwise_is_still_refused(downstream: OtlpGrpcReceiver) -> None:
+    body, _ = _with_invalid_utf8()
+    with Gateway(settings(forward_endpoint=downstream.endpoint)) as gw:
+        status, answer = _post(gw, body[:-3])  # cut inside the last span
+        assert status == 400 and b"malformed protobuf" in answer
+        assert gw.stats.snapshot()["spans_repaired"] == 0

@@ -43,8 +43,6 @@ class Gateway:
                  judge: Judge | None = None) -> None:
         self.settings = settings
         self.stats = GatewayStats()
-        # The gRPC forwarder sends an unchanged request as the bytes it came in.
-        forwards_bytes = exporter is None and settings.forward_protocol == "grpc"
         if exporter is None:
             if not settings.forward_endpoint:
                 raise ValueError("forward_endpoint is required (--forward-endpoint)")
@@ -89,7 +87,7 @@ class Gateway:
         limits = Limits(max_attributes=settings.max_attributes, max_events=settings.max_events,
                         max_links=settings.max_links)
         ingest = Ingest(deliver, self.forward, self.stats, limits,
-                        whole_requests=self.assembler is None, forwards_bytes=forwards_bytes)
+                        whole_requests=self.assembler is None)
         self.grpc: OtlpGrpcServer | None = None
         self.http: OtlpHttpServer | None = None
         if settings.otlp_grpc:

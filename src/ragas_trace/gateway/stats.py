@@ -18,6 +18,7 @@ class GatewayStats:
         self.requests = 0
         self.spans_received = 0
         self.spans_rejected = 0
+        self.spans_repaired = 0
         self.spans_forwarded = 0
         self.requests_refused: Counter[str] = Counter()
         self.spans_dropped: Counter[str] = Counter()
@@ -25,11 +26,12 @@ class GatewayStats:
         self.duplicate_roots = 0
         self._gauges: dict[str, Callable[[], int]] = {}
 
-    def received(self, accepted: int, rejected: int) -> None:
+    def received(self, accepted: int, rejected: int, repaired: int = 0) -> None:
         with self._lock:
             self.requests += 1
             self.spans_received += accepted
             self.spans_rejected += rejected
+            self.spans_repaired += repaired
 
     def refused(self, reason: str) -> None:
         """A whole request turned away (bad input, auth, busy)."""
@@ -63,6 +65,7 @@ class GatewayStats:
                 "requests": self.requests,
                 "spans_received": self.spans_received,
                 "spans_rejected": self.spans_rejected,
+                "spans_repaired": self.spans_repaired,
                 "spans_forwarded": self.spans_forwarded,
                 "requests_refused": dict(self.requests_refused),
                 "spans_dropped": dict(self.spans_dropped),
@@ -87,6 +90,9 @@ class GatewayStats:
         meter.create_observable_counter(
             "ragas_gateway_spans_rejected", [counter(lambda: [(self.spans_rejected, {})])],
             description="Spans rejected one by one (reported as OTLP partial success)")
+        meter.create_observable_counter(
+            "ragas_gateway_spans_repaired", [counter(lambda: [(self.spans_repaired, {})])],
+            description="Spans accepted with invalid UTF-8 replaced by U+FFFD")
         meter.create_observable_counter(
             "ragas_gateway_spans_forwarded", [counter(lambda: [(self.spans_forwarded, {})])],
             description="Spans exported downstream")

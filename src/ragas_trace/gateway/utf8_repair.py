@@ -1,0 +1,133 @@
+"""OTLP protobuf requests whose strings are not all valid UTF-8, repaired span by span.
+
+Protobuf (proto3) requires ``string`` fields to be UTF-8, and parsers enforce it for
+the whole message: one bad attribute value makes the next hop refuse every span of
+the request. When the strict parse fails, the request is parsed again with a mirror
+of the OTLP messages whose ``string`` fields are ``bytes`` (same wire format, no
+check); each span, resource and scope that the strict parser would refuse has its
+invalid bytes replaced with U+FFFD, and the repaired request is parsed strictly.
+Only requests that need it pay for this."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
+from google.protobuf.descriptor import FieldDescriptor, FileDescriptor
+from google.protobuf.message import DecodeError, Message
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+from opentelemetry.proto.common.v1.common_pb2 import InstrumentationScope
+from opentelemetry.proto.resource.v1.resource_pb2 import Resource
+from opentelemetry.proto.trace.v1.trace_pb2 import Span as PbSpan
+
+_STRING = descriptor_pb2.FieldDescriptorProto.TYPE_STRING
+_BYTES = descriptor_pb2.FieldDescriptorProto.TYPE_BYTES
+
+
+def _files(file: FileDescriptor, seen: dict[str, FileDescriptor]) -> dict[str, FileDescriptor]:
+    """``file`` and its dependencies, dependencies first."""
+    for dependency in file.dependencies:
+        _files(dependency, seen)
+    seen.setdefault(file.name, file)
+    return seen
+
+
+def _loosen(message: descriptor_pb2.DescriptorProto, scope: str,
+            strings: set[tuple[str, str]]) -> None:
+    name = f"{scope}.{message.name}"
+    for field in message.field:
+        if field.type == _STRING:
+            field.type = _BYTES
+            strings.add((name, field.name))
+    for nested in message.nested_type:
+        _loosen(nested, name, strings)
+
+
+def _lenient_request_class() -> tuple[Any, frozenset[tuple[str, str]]]:
+    """``ExportTraceServiceRequest`` with every string as bytes (its own pool, same
+    names), and the (message, field) pairs that were strings."""
+    pool = descriptor_pool.DescriptorPool()
+    strings: set[tuple[str, str]] = set()
+    for file in _files(ExportTraceServiceRequest.DESCRIPTOR.file, {}).values():
+        proto = descriptor_pb2.FileDescriptorProto()
+        file.CopyToProto(proto)
+        for message in proto.message_type:
+            _loosen(message, proto.package, strings)
+        pool.Add(proto)
+    descriptor = pool.FindMessageTypeByName(ExportTraceServiceRequest.DESCRIPTOR.full_name)
+    return message_factory.GetMessageClass(descriptor), frozenset(strings)
+
+
+_LenientRequest, _STRINGS = _lenient_request_class()
+
+
+def repair_utf8(body: bytes) -> tuple[ExportTraceServiceRequest, int] | None:
+    """The request in ``body`` with invalid UTF-8 replaced, and how many spans were
+    repaired (a span counts if it, its resource or its scope had any); None if
+    ``body`` is malformed for another reason."""
+    try:
+        loose = _LenientRequest.FromString(body)
+    except (DecodeError, RuntimeError, ValueError):
+        return None
+    repaired = 0
+    for rs in loose.resource_spans:
+        origin = _repair_part(rs.resource, Resource) | _repair_strings(rs, "schema_url")
+        for ss in rs.scope_spans:
+            scope = _repair_part(ss.scope, InstrumentationScope) | \
+                _repair_strings(ss, "schema_url")
+            for span in ss.spans:
+                if _repair_part(span, PbSpan) or origin or scope:
+                    repaired += 1
+    try:
+        return ExportTraceServiceRequest.FromString(loose.SerializeToString()), repaired
+    except DecodeError:
+        return None
+
+
+def _repair_part(loose: Message, strict: type[Message]) -> bool:
+    """Repair ``loose`` if the strict parser refuses it (a C-level check first, so
+    only the bad parts are walked in Python). Whether anything changed."""
+    try:
+        strict.FromString(loose.SerializeToString())
+        return False
+    except DecodeError:
+        return _repair(loose)
+
+
+def _repair(message: Message) -> bool:
+    changed = False
+    for field, value in message.ListFields():
+        if field.type == FieldDescriptor.TYPE_MESSAGE:
+            for item in value if field.is_repeated else (value,):
+                changed |= _repair(item)
+        else:
+            changed |= _repair_strings(message, field.name)
+    return changed
+
+
+def _repair_strings(message: Message, name: str) -> bool:
+    """Replace invalid UTF-8 in the (former string) field ``name``; whether it had any."""
+    if (message.DESCRIPTOR.full_name, name) not in _STRINGS:
+        return False
+    value = getattr(message, name)
+    if not message.DESCRIPTOR.fields_by_name[name].is_repeated:
+        fixed = _valid(value)
+        if fixed is value:
+            return False
+        setattr(message, name, fixed)
+        return True
+    items = list(value)
+    fixed_items = [_valid(item) for item in items]
+    if all(a is b for a, b in zip(items, fixed_items, strict=True)):
+        return False
+    del value[:]
+    value.extend(fixed_items)
+    return True
+
+
+def _valid(data: bytes) -> bytes:
+    try:
+        data.decode("utf-8")
+        return data
+    except UnicodeDecodeError:
+        return data.decode("utf-8", "replace").encode("utf-8")
