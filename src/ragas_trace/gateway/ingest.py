@@ -69,7 +69,7 @@ class Ingest:
         self._admit(count, len(body))
         if self.whole_requests and ids_valid(request):
             raw = body if encoding == "protobuf" and not repaired else None
-            converted = Converted(RequestSpans(count, raw=raw, request=request))
+            converted = Converted(RequestSpans(count, request, raw=raw))
         else:
             converted = convert_request(request, None if self.whole_requests else self.limits)
         self.deliver(converted.spans)
