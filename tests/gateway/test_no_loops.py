@@ -5,7 +5,9 @@ sockets; the next hop is a real OTLP receiver."""
 
 from __future__ import annotations
 
+import base64
 import http.client
+import json
 import re
 import urllib.request
 from collections import Counter
@@ -14,6 +16,7 @@ from collections.abc import Callable
 import grpc
 import pytest
 from gateway_helpers import settings
+from google.protobuf import json_format
 from google.protobuf.message import DecodeError
 from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
@@ -251,3 +254,36 @@ def test_a_body_malformed_otherwise_is_still_refused(downstream: OtlpGrpcReceive
         status, answer = _post(gw, body[:-3])  # cut inside the last span
         assert status == 400 and b"malformed protobuf" in answer
         assert gw.stats.snapshot()["spans_repaired"] == 0
+
+
+def test_unpaired_surrogates_in_otlp_json_are_repaired_too(
+        downstream: OtlpGrpcReceiver) -> None:
+    request = _plain(2)
+    spans = request.resource_spans[0].scope_spans[0].spans
+    spans[0].attributes.add(key="note", value=AnyValue(string_value="MARK-1"))
+    spans[2].name = "MARK-2"
+    ids = {s.span_id.hex() for s in spans}
+    data = json_format.MessageToDict(request)
+    for span in data["resourceSpans"][0]["scopeSpans"][0]["spans"]:
+        for key in ("traceId", "spanId", "parentSpanId"):
+            if key in span:  # OTLP/JSON ids are hex
+                span[key] = base64.b64decode(span[key]).hex()
+    # Valid JSON whose strings are not Unicode: an unpaired surrogate escape.
+    body = json.dumps(data).replace("MARK-1", "ba\\ud800d").replace(
+        "MARK-2", "\\udc00oops").encode()
+    with Gateway(settings(forward_endpoint=downstream.endpoint)) as gw:
+        assert gw.http is not None
+        host, port = gw.http.server_address[:2]
+        conn = http.client.HTTPConnection(str(host), port, timeout=20)
+        conn.request("POST", "/v1/traces", body=body,
+                     headers={"Content-Type": "application/json"})
+        response = conn.getresponse()
+        answer = json.loads(response.read())
+        conn.close()
+        assert response.status == 200
+        assert downstream.wait_for(lambda got: {s.span_id for s in got} == ids, timeout=10)
+        assert gw.stats.snapshot()["spans_repaired"] == 2
+    assert "2 span(s)" in answer["partialSuccess"]["errorMessage"]
+    got = downstream.spans()
+    assert "\ufffdoops" in {s.name for s in got}
+    assert any(s.attributes.get("note") == "ba\ufffdd" for s in got)

@@ -16,7 +16,7 @@ from google.protobuf.message import DecodeError, Message
 from google.rpc import status_pb2
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
-from ragas_trace.gateway.utf8_repair import repair_utf8
+from ragas_trace.gateway.utf8_repair import repair_json_surrogates, repair_utf8
 
 Encoding = Literal["protobuf", "json"]
 
@@ -73,19 +73,27 @@ class Parsed(NamedTuple):
 
 
 def parse_request(body: bytes, encoding: Encoding) -> Parsed:
-    """The request in ``body``. A protobuf body whose only fault is invalid UTF-8 in
-    strings is repaired (U+FFFD), not refused: the valid spans must not be lost with
-    the bad ones. A JSON body must be UTF-8 text as a whole (RFC 8259)."""
+    """The request in ``body``. Strings that are not valid Unicode (invalid UTF-8 in
+    protobuf, unpaired surrogate escapes in JSON) are repaired with U+FFFD, not
+    refused: the valid spans must not be lost with the bad ones. A JSON body must be
+    UTF-8 text as a whole (RFC 8259)."""
+    return _parse_protobuf(body) if encoding == "protobuf" else _parse_json(body)
+
+
+def _parse_protobuf(body: bytes) -> Parsed:
     request = ExportTraceServiceRequest()
-    if encoding == "protobuf":
-        try:
-            request.ParseFromString(body)
-        except (DecodeError, RuntimeError, ValueError) as exc:
-            repaired = repair_utf8(body)
-            if repaired is None:
-                raise BadRequest(400, f"malformed protobuf: {exc}") from None
-            return Parsed(*repaired)
+    try:
+        request.ParseFromString(body)
         return Parsed(request)
+    except (DecodeError, RuntimeError, ValueError) as exc:
+        error = exc
+    repaired = repair_utf8(body)
+    if repaired is None:
+        raise BadRequest(400, f"malformed protobuf: {error}")
+    return Parsed(*repaired)
+
+
+def _parse_json(body: bytes) -> Parsed:
     try:
         data = json.loads(body)
     except (ValueError, RecursionError) as exc:
@@ -94,10 +102,22 @@ def parse_request(body: bytes, encoding: Encoding) -> Parsed:
         raise BadRequest(400, "an OTLP/JSON body must be a JSON object")
     try:
         _hex_ids_to_base64(data)
-        json_format.ParseDict(data, request, ignore_unknown_fields=True)
+        return Parsed(_from_dict(data))
     except (json_format.ParseError, ValueError, TypeError, RecursionError) as exc:
-        raise BadRequest(400, f"invalid OTLP/JSON: {exc}") from None
-    return Parsed(request)
+        error = exc
+    try:
+        repaired = repair_json_surrogates(data)
+        if repaired:
+            return Parsed(_from_dict(data), repaired)
+    except (json_format.ParseError, ValueError, TypeError, RecursionError) as exc:
+        error = exc
+    raise BadRequest(400, f"invalid OTLP/JSON: {error}")
+
+
+def _from_dict(data: dict[str, Any]) -> ExportTraceServiceRequest:
+    request = ExportTraceServiceRequest()
+    json_format.ParseDict(data, request, ignore_unknown_fields=True)
+    return request
 
 
 def encode(message: Message, encoding: Encoding) -> bytes:

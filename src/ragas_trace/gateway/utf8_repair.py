@@ -1,4 +1,4 @@
-"""OTLP protobuf requests whose strings are not all valid UTF-8, repaired span by span.
+"""OTLP requests whose strings are not all valid Unicode, repaired span by span.
 
 Protobuf (proto3) requires ``string`` fields to be UTF-8, and parsers enforce it for
 the whole message: one bad attribute value makes the next hop refuse every span of
@@ -6,10 +6,12 @@ the request. When the strict parse fails, the request is parsed again with a mir
 of the OTLP messages whose ``string`` fields are ``bytes`` (same wire format, no
 check); each span, resource and scope that the strict parser would refuse has its
 invalid bytes replaced with U+FFFD, and the repaired request is parsed strictly.
-Only requests that need it pay for this."""
+OTLP/JSON has the same fault as an unpaired surrogate escape (``"\\ud800"``): valid
+JSON, refused by the protobuf conversion. Only requests that need it pay for this."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any
 
 from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
@@ -131,3 +133,54 @@ def _valid(data: bytes) -> bytes:
         return data
     except UnicodeDecodeError:
         return data.decode("utf-8", "replace").encode("utf-8")
+
+
+_RESOURCE_SPANS = ("resourceSpans", "resource_spans")
+_SCOPE_SPANS = ("scopeSpans", "scope_spans")
+_SPANS = ("spans",)
+
+
+def repair_json_surrogates(data: dict[str, Any]) -> int:
+    """Replace unpaired surrogates (``json.loads`` keeps them) with U+FFFD in a parsed
+    OTLP/JSON request, in place; how many spans had any (or their resource or scope).
+    Raises ``RecursionError`` for nesting too deep to walk."""
+    repaired = 0
+    for rs in _children(data, _RESOURCE_SPANS):
+        origin = _repair_json(rs, skip=_SCOPE_SPANS)
+        for ss in _children(rs, _SCOPE_SPANS):
+            scope = _repair_json(ss, skip=_SPANS)
+            for span in _children(ss, _SPANS):
+                if _repair_json(span) or origin or scope:
+                    repaired += 1
+    return repaired
+
+
+def _children(node: dict[str, Any], keys: tuple[str, ...]) -> Iterator[dict[str, Any]]:
+    for key in keys:
+        items = node.get(key)
+        if isinstance(items, list):
+            yield from (item for item in items if isinstance(item, dict))
+
+
+def _repair_json(node: dict[str, Any] | list[Any], skip: tuple[str, ...] = ()) -> bool:
+    changed = False
+    entries = node.items() if isinstance(node, dict) else enumerate(node)
+    for key, value in list(entries):
+        if isinstance(value, str):
+            fixed = _no_surrogates(value)
+            if fixed is not value:
+                node[key] = fixed  # type: ignore[index,call-overload]
+                changed = True
+        elif isinstance(value, dict | list) and key not in skip:
+            changed |= _repair_json(value)
+    return changed
+
+
+def _no_surrogates(text: str) -> str:
+    if text.isascii():
+        return text
+    try:
+        text.encode("utf-8")
+        return text
+    except UnicodeEncodeError:
+        return "".join("\ufffd" if "\ud800" <= c <= "\udfff" else c for c in text)
