@@ -42,6 +42,9 @@ class Gateway:
     def __init__(self, settings: GatewaySettings, *, exporter: SpanExporter | None = None,
                  judge: Judge | None = None) -> None:
         self.settings = settings
+        # First: a refusal to start must not leave threads or ports behind.
+        security = Security(settings.token(), settings.tls_cert, settings.tls_key)
+        self._exposed = _exposed_without_token(settings, security)
         self.stats = GatewayStats()
         if exporter is None:
             if not settings.forward_endpoint:
@@ -82,8 +85,6 @@ class Gateway:
         if self.metrics is not None:
             self.stats.register_metrics(
                 self.metrics.meter_provider.get_meter("ragas_trace.gateway"))
-        security = Security(settings.token(), settings.tls_cert, settings.tls_key)
-        self._exposed = _exposed_without_token(settings, security)
         limits = Limits(max_attributes=settings.max_attributes, max_events=settings.max_events,
                         max_links=settings.max_links)
         ingest = Ingest(deliver, self.forward, self.stats, limits,
