@@ -18,9 +18,6 @@ from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
 from google.protobuf.descriptor import FieldDescriptor, FileDescriptor
 from google.protobuf.message import DecodeError, Message
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
-from opentelemetry.proto.common.v1.common_pb2 import InstrumentationScope
-from opentelemetry.proto.resource.v1.resource_pb2 import Resource
-from opentelemetry.proto.trace.v1.trace_pb2 import Span as PbSpan
 
 _STRING = descriptor_pb2.FieldDescriptorProto.TYPE_STRING
 _BYTES = descriptor_pb2.FieldDescriptorProto.TYPE_BYTES
@@ -73,12 +70,11 @@ def repair_utf8(body: bytes) -> tuple[ExportTraceServiceRequest, int] | None:
         return None
     repaired = 0
     for rs in loose.resource_spans:
-        origin = _repair_part(rs.resource, Resource) | _repair_strings(rs, "schema_url")
+        origin = _repair(rs.resource) | _repair_string(rs, _field(rs, "schema_url"))
         for ss in rs.scope_spans:
-            scope = _repair_part(ss.scope, InstrumentationScope) | \
-                _repair_strings(ss, "schema_url")
+            scope = _repair(ss.scope) | _repair_string(ss, _field(ss, "schema_url"))
             for span in ss.spans:
-                if _repair_part(span, PbSpan) or origin or scope:
+                if _repair(span) or origin or scope:
                     repaired += 1
     try:
         return ExportTraceServiceRequest.FromString(loose.SerializeToString()), repaired
@@ -86,37 +82,52 @@ def repair_utf8(body: bytes) -> tuple[ExportTraceServiceRequest, int] | None:
         return None
 
 
-def _repair_part(loose: Message, strict: type[Message]) -> bool:
-    """Repair ``loose`` if the strict parser refuses it (a C-level check first, so
-    only the bad parts are walked in Python). Whether anything changed."""
+def _repair(message: Message) -> bool:
+    """Repair ``message`` if the strict parser refuses it; whether anything changed.
+    Each part is checked by the strict parser (in C) before it is walked (in Python),
+    so only the parts holding invalid UTF-8 are walked."""
     try:
-        strict.FromString(loose.SerializeToString())
+        _strict_class(message.DESCRIPTOR.full_name).FromString(message.SerializeToString())
         return False
     except DecodeError:
-        return _repair(loose)
-
-
-def _repair(message: Message) -> bool:
+        pass
     changed = False
     for field, value in message.ListFields():
         if field.type == FieldDescriptor.TYPE_MESSAGE:
             for item in value if field.is_repeated else (value,):
                 changed |= _repair(item)
         else:
-            changed |= _repair_strings(message, field.name)
+            changed |= _repair_string(message, field)
     return changed
 
 
-def _repair_strings(message: Message, name: str) -> bool:
-    """Replace invalid UTF-8 in the (former string) field ``name``; whether it had any."""
-    if (message.DESCRIPTOR.full_name, name) not in _STRINGS:
+_STRICT: dict[str, type[Message]] = {}
+
+
+def _strict_class(full_name: str) -> type[Message]:
+    """The OTLP message class (default pool) of a lenient message's type."""
+    cls = _STRICT.get(full_name)
+    if cls is None:
+        descriptor = descriptor_pool.Default().FindMessageTypeByName(full_name)
+        cls = _STRICT[full_name] = message_factory.GetMessageClass(descriptor)
+    return cls
+
+
+def _field(message: Message, name: str) -> FieldDescriptor:
+    field: FieldDescriptor = message.DESCRIPTOR.fields_by_name[name]
+    return field
+
+
+def _repair_string(message: Message, field: FieldDescriptor) -> bool:
+    """Replace invalid UTF-8 in ``field`` if it was a string; whether it had any."""
+    if (message.DESCRIPTOR.full_name, field.name) not in _STRINGS:
         return False
-    value = getattr(message, name)
-    if not message.DESCRIPTOR.fields_by_name[name].is_repeated:
+    value = getattr(message, field.name)
+    if not field.is_repeated:
         fixed = _valid(value)
         if fixed is value:
             return False
-        setattr(message, name, fixed)
+        setattr(message, field.name, fixed)
         return True
     items = list(value)
     fixed_items = [_valid(item) for item in items]
