@@ -7,8 +7,9 @@ run, interleaved (shuffled order every round), medians over rounds:
             of any Python OTLP hop; it does no Python work per span
   sdk_relay for reference, the obvious way to relay with the SDK: every span
             decoded to a ReadableSpan and re-encoded by the stock OTLP exporter
-  off       ``ragas-trace serve --judge off``: every span's ids checked (through
-            the ids-only protobuf view), requests forwarded as the bytes received
+  off       ``ragas-trace serve --judge off``: every request parsed (in C, strings
+            checked for UTF-8), every span's ids checked, requests forwarded as the
+            bytes received
             through the official OTLP exporter behind the bounded queue
   sample0   ``ragas-trace serve --judge local --sample-rate 0``: reassembly and the
             scoring processor on every RAG trace, the judge never called

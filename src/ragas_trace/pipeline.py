@@ -3,10 +3,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from opentelemetry.metrics import MeterProvider, NoOpMeterProvider
-from opentelemetry.sdk.trace import SpanProcessor
+from opentelemetry.sdk.trace import ReadableSpan, SpanProcessor
 from opentelemetry.sdk.trace.export import SpanExporter
 from opentelemetry.trace import Tracer
 
@@ -84,10 +85,13 @@ def build_pipeline(
     always: AlwaysRule | None = None,
     evaluation_tracer: Tracer | None = None,
     service: str | None = None,
+    app_label: Callable[[ReadableSpan], str] | None = None,
 ) -> ScoringPipeline:
     """Everything behind a ``ScoringSpanProcessor`` wired to ``downstream``.
 
-    ``service`` (default ``settings.service_name``) is the metrics' ``service`` label.
+    ``service`` (default ``settings.service_name``) is the metrics' ``service`` label;
+    ``app_label`` gives their ``app`` label for a root span (default: its
+    ``ragas.app.name``, else its name).
     Nothing starts until the first record arrives; call ``processor.shutdown()``.
     """
     policy = content_policy(settings, redact)
@@ -124,5 +128,6 @@ def build_pipeline(
         evaluation_project=settings.evaluation_project,
         evaluation_tracer=evaluation_tracer,
         annotations=annotations,
+        app_label=app_label,
     )
     return ScoringPipeline(processor, scorer, sampler, metrics, settings, annotations)

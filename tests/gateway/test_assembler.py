@@ -19,9 +19,13 @@ class Sink:
     def __init__(self) -> None:
         self.passed: list[str] = []
         self.completed: list[tuple[list[str], Release]] = []
+        self.copies: list[str] = []
 
     def pass_through(self, span: ReadableSpan) -> None:
         self.passed.append(span.name)
+
+    def duplicate(self, span: ReadableSpan) -> None:
+        self.copies.append(span.name)
 
     def complete(self, spans: list[ReadableSpan], why: Release) -> None:
         self.completed.append((sorted(s.name for s in spans), why))
@@ -154,3 +158,39 @@ def test_close_releases_everything_held():
     assembler.add(_rag_trace())
     assembler.close()
     assert sink.completed == [(ALL, "shutdown")]
+
+
+def test_copies_of_a_root_are_not_held_again_while_held_or_after_release():
+    clock, sink = Clock(), Sink()
+    assembler = TraceAssembler(sink, quiet_s=1.0, max_wait_s=10.0, clock=clock)
+    spans = _by_name(_rag_trace())
+    assembler.add([spans["root"], spans["root"], spans["retriever"], spans["inner"],
+                   spans["llm"], spans["root"]])
+    assert sink.copies == ["root", "root"]  # forwarded at once
+    clock.now = 2.0
+    assembler.tick()
+    assert sink.completed == [(ALL, "ready")]
+    assembler.add([spans["root"], spans["inner"]])  # replayed after scoring
+    assert sink.copies == ["root", "root", "root", "inner"]
+    assert assembler.held_traces() == 0
+
+
+def test_released_roots_are_remembered_for_a_bounded_time_and_number():
+    clock, sink = Clock(), Sink()
+    assembler = TraceAssembler(sink, quiet_s=1.0, max_wait_s=10.0, recent_roots=2,
+                               recent_ttl_s=60.0, clock=clock)
+    traces = [_by_name(_rag_trace(f"t{i}-")) for i in range(3)]
+    for trace in traces:
+        assembler.add(list(trace.values()))
+    clock.now = 2.0
+    assembler.tick()
+    assert len(sink.completed) == 3
+    # Only the last 2 released traces' roots are remembered (2 candidates each, so
+    # the newest trace alone fills the bound).
+    assembler.add([traces[2]["t2-root"], traces[0]["t0-root"]])
+    assert sink.copies == ["t2-root"]
+    assert assembler.held_traces() == 1  # t0's root is held again
+    clock.now = 70.0
+    assembler.tick()  # past the TTL: forgotten
+    assembler.add([traces[2]["t2-root"]])
+    assert sink.copies == ["t2-root"]

@@ -35,10 +35,10 @@ def test_otlp_json_hex_ids_are_read_as_hex():
         "parentSpanId": "00f067aa0ba902b7", "name": "q", "kind": 2, "unknownField": 1,
         "links": [{"traceId": "0af7651916cd43dd8448eb211c80319c",
                    "spanId": "00f067aa0ba902b7"}]}]}]}]}).encode()
-    parsed = parse_request(body, "json")
+    parsed, repaired = parse_request(body, "json")
     expected = _request()
     expected.resource_spans[0].scope_spans[0].spans[0].kind = 2
-    assert parsed == expected
+    assert parsed == expected and repaired == 0
 
 
 def test_json_that_is_not_otlp_is_a_400():

@@ -36,7 +36,7 @@ def _request(n: int = 2) -> tuple[RequestSpans, list[ReadableSpan]]:
         plain_request(tracing.tracer, i)
     request = encode_spans(tracing.spans())
     spans = list(tracing.spans())
-    return RequestSpans(len(spans), raw=request.SerializeToString()), spans
+    return RequestSpans(len(spans), request, raw=request.SerializeToString()), spans
 
 
 def test_whole_requests_leave_as_one_batch_and_singles_are_batched() -> None:

@@ -12,6 +12,7 @@ import sys
 import threading
 from typing import Any
 
+from ragas_trace._settings import boolean
 from ragas_trace.cli import extras
 from ragas_trace.gateway.settings import OPTIONS
 
@@ -38,8 +39,11 @@ def register(subparsers: Any) -> None:
                         help="TOML config file [env RAGAS_GATEWAY_CONFIG]")
     for option in OPTIONS:
         default = "unset" if option.default is None else option.default
+        # A yes/no option given alone means yes (``--allow-unauthenticated``).
+        extra: dict[str, Any] = {"nargs": "?", "const": "true"} \
+            if option.parse is boolean else {}
         parser.add_argument(option.flag, dest=option.name, metavar=option.metavar,
-                            default=None,
+                            default=None, **extra,
                             help=f"{option.help} [env {option.env}; default {default}]")
     parser.set_defaults(func=run)
 

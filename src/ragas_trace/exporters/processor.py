@@ -16,7 +16,7 @@ import os
 import threading
 import time
 import weakref
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 from opentelemetry import context as otel_context
@@ -71,7 +71,8 @@ class ScoringSpanProcessor(SpanProcessor):
     processors already export every span; scores then travel on evaluation spans
     started through ``evaluation_tracer``, and metrics.
 
-    Spans from elsewhere (decoded from OTLP) go in through ``ingest``.
+    Spans from elsewhere (decoded from OTLP) go in through ``ingest``. ``app_label``
+    gives a root's ``app`` metric label (default ``app_name``).
     """
 
     def __init__(
@@ -90,6 +91,7 @@ class ScoringSpanProcessor(SpanProcessor):
         evaluation_project: str | None = None,
         evaluation_tracer: Tracer | None = None,
         annotations: AnnotationSinks | None = None,
+        app_label: Callable[[ReadableSpan], str] | None = None,
     ) -> None:
         if hold_timeout_s <= 0:
             raise ValueError(f"hold_timeout_s must be > 0, got {hold_timeout_s!r}")
@@ -113,6 +115,7 @@ class ScoringSpanProcessor(SpanProcessor):
         self._evaluation_spans = evaluation_spans
         self._evaluation_project = evaluation_project
         self._evaluation_tracer = evaluation_tracer
+        self._app_label = app_label or app_name
         self._traces = TraceBuffer(max_open_traces)
         self._lock = threading.Lock()
         self._wake = threading.Condition(self._lock)
@@ -244,7 +247,7 @@ class ScoringSpanProcessor(SpanProcessor):
             return
         decision = self.sampler.decide(span)
         if not decision.sampled:
-            self.metrics.not_scored(EvaluationStatus.NOT_SAMPLED, _app_name(span),
+            self.metrics.not_scored(EvaluationStatus.NOT_SAMPLED, self._app_label(span),
                                     self.scorer.judge_name)
             self._release(span, EvaluationStatus.NOT_SAMPLED, decision.reason)
             return
@@ -273,7 +276,7 @@ class ScoringSpanProcessor(SpanProcessor):
                 record: RagRecord | None, outcome: Outcome) -> None:
         """Scorer thread: the judge's answer for ``span``."""
         judge = self.scorer.judge_name
-        self.metrics.evaluation(outcome, record.app_name if record else _app_name(span), judge)
+        self.metrics.evaluation(outcome, self._app_label(span), judge)
         if outcome.status is EvaluationStatus.DROPPED:
             self.metrics.dropped(outcome.reason or "dropped")
         if outcome.scores is not None:
@@ -338,14 +341,14 @@ class ScoringSpanProcessor(SpanProcessor):
     def _unscorable(self, span: ReadableSpan, reason: str) -> None:
         """A request with nothing the judge could score: counted, and exported with
         ``unscorable`` and the reason, without a judge call."""
-        app, judge = _app_name(span), self.scorer.judge_name
+        app, judge = self._app_label(span), self.scorer.judge_name
         self.metrics.not_scored(EvaluationStatus.UNSCORABLE, app, judge)
         self.metrics.faithfulness_unscored(reason, app, judge)
         self._release(span, EvaluationStatus.UNSCORABLE, reason)
 
     def _drop(self, span: ReadableSpan, reason: str) -> None:
         self.metrics.dropped(reason)
-        self.metrics.not_scored(EvaluationStatus.DROPPED, _app_name(span),
+        self.metrics.not_scored(EvaluationStatus.DROPPED, self._app_label(span),
                                 self.scorer.judge_name)
         self._release(span, EvaluationStatus.DROPPED, reason)
 
@@ -443,8 +446,9 @@ def _judge_deadline(deadline: float) -> float:
     return deadline - min(EXPORT_RESERVE_S, remaining(deadline) / 2)
 
 
-def _app_name(span: ReadableSpan) -> str:
-    """The ``app`` metric label, as ``extract_record`` derives it."""
+def app_name(span: ReadableSpan) -> str:
+    """The ``app`` metric label of a root, as ``extract_record`` derives the record's
+    ``app_name``: ``ragas.app.name``, else the span's name."""
     name = (span.attributes or {}).get(sc.RAGAS_APP_NAME)
     return name if isinstance(name, str) else span.name
 

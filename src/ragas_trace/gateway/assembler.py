@@ -12,6 +12,12 @@ other traces go to the sink at once, one by one, and are not kept. Memory is
 bounded by ``max_spans`` and ``max_bytes``: past either the oldest held trace is
 released early.
 
+A root candidate is scored once: a copy of one (same trace and span id) that
+arrives while its trace is held, or after the trace was released (the last
+``recent_roots`` released roots, for ``recent_ttl_s``), goes to the sink's
+``duplicate`` and is forwarded unscored. Without that, a sender replaying one root
+500 times would get 500 judge runs, evaluation spans and counts.
+
 Limitation: a span that arrived before its trace showed any RAG sign has already
 been forwarded and is not part of the released trace (if it is the RAG root's
 parent, the trace waits ``max_wait_s``). In-process exporters send retrievals
@@ -47,6 +53,10 @@ class TraceSink(Protocol):
     def complete(self, spans: list[ReadableSpan], why: Release) -> None:
         """Every held span of a RAG trace (at least one root candidate among them)."""
 
+    def duplicate(self, span: ReadableSpan) -> None:
+        """Another copy of a root candidate already held or released: forward it,
+        never score it."""
+
 
 @dataclass
 class _Trace:
@@ -56,6 +66,7 @@ class _Trace:
     nbytes: int = 0
     has_candidate: bool = False
     has_retrieval: bool = False
+    roots: set[int] = field(default_factory=set)  # span ids of the root candidates
 
 
 class TraceAssembler:
@@ -64,6 +75,7 @@ class TraceAssembler:
 
     def __init__(self, sink: TraceSink, *, quiet_s: float = 2.0, max_wait_s: float = 10.0,
                  max_spans: int = 50_000, max_bytes: int = 256 << 20,
+                 recent_roots: int = 65_536, recent_ttl_s: float = 600.0,
                  clock: Callable[[], float] = time.monotonic) -> None:
         for name, value in (("quiet_s", quiet_s), ("max_wait_s", max_wait_s)):
             if not value > 0:
@@ -80,6 +92,11 @@ class TraceAssembler:
         self._traces: OrderedDict[int, _Trace] = OrderedDict()
         self._kept = 0
         self._kept_bytes = 0
+        # Roots released to the sink: (trace id << 64 | span id) -> when. 164 bytes
+        # an entry (measured), so at most 10.7 MB with the default bound.
+        self._recent: OrderedDict[int, float] = OrderedDict()
+        self._recent_max = recent_roots
+        self._recent_ttl_s = recent_ttl_s
 
     def held_traces(self) -> int:
         with self._lock:
@@ -92,14 +109,21 @@ class TraceAssembler:
     def add(self, spans: Iterable[ReadableSpan]) -> None:
         now = self._clock()
         forward: list[ReadableSpan] = []
+        copies: list[ReadableSpan] = []
         evicted: list[_Trace] = []
         with self._lock:
             for span in spans:
-                trace_id = span.context.trace_id if span.context is not None else 0
+                ctx = span.context
+                trace_id, span_id = (ctx.trace_id, ctx.span_id) if ctx is not None else (0, 0)
                 trace = self._traces.get(trace_id)
                 signs = _may_be_rag(span)
                 candidate = signs and is_rag_root_candidate(span)
                 retrieval = signs and span_kind(span) == sc.KIND_RETRIEVER
+                if candidate and trace_id and (
+                        (trace is not None and span_id in trace.roots)
+                        or (trace_id << 64 | span_id) in self._recent):
+                    copies.append(span)
+                    continue
                 if trace is None:
                     if not (candidate or retrieval) or trace_id == 0:
                         forward.append(span)
@@ -110,17 +134,22 @@ class TraceAssembler:
                 size = span_bytes(span)
                 trace.nbytes += size
                 self._kept_bytes += size
-                trace.has_candidate |= candidate
+                if candidate:
+                    trace.has_candidate = True
+                    trace.roots.add(span_id)
                 trace.has_retrieval |= retrieval
                 self._kept += 1
             while (self._kept > self._max_spans or self._kept_bytes > self._max_bytes) \
                     and self._traces:
-                _, oldest = self._traces.popitem(last=False)
+                trace_id, oldest = self._traces.popitem(last=False)
                 self._kept -= len(oldest.spans)
                 self._kept_bytes -= oldest.nbytes
+                self._remember(trace_id, oldest, now)
                 evicted.append(oldest)
         for span in forward:
             self._sink.pass_through(span)
+        for span in copies:
+            self._sink.duplicate(span)
         self._release(evicted, "evicted")
 
     def tick(self) -> None:
@@ -141,6 +170,10 @@ class TraceAssembler:
                 del self._traces[trace_id]
                 self._kept -= len(trace.spans)
                 self._kept_bytes -= trace.nbytes
+                self._remember(trace_id, trace, now)
+            recent = self._recent
+            while recent and next(iter(recent.values())) <= now - self._recent_ttl_s:
+                recent.popitem(last=False)
         self._release(ready, "ready")
         self._release(late, "max_wait")
 
@@ -152,6 +185,13 @@ class TraceAssembler:
             self._kept = 0
             self._kept_bytes = 0
         self._release(traces, "shutdown")
+
+    def _remember(self, trace_id: int, trace: _Trace, now: float) -> None:
+        """Under the lock: the roots of a trace leaving for the sink."""
+        for span_id in trace.roots:
+            self._recent[trace_id << 64 | span_id] = now
+        while len(self._recent) > self._recent_max:
+            self._recent.popitem(last=False)
 
     def _release(self, traces: list[_Trace], why: Release) -> None:
         for trace in traces:

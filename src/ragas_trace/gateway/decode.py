@@ -9,14 +9,14 @@ from __future__ import annotations
 import base64
 import json
 import zlib
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
 from google.protobuf import json_format
 from google.protobuf.message import DecodeError, Message
 from google.rpc import status_pb2
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
-from ragas_trace.gateway.span_ids import SpanIdsRequest
+from ragas_trace.gateway.utf8_repair import repair_json_surrogates, repair_utf8
 
 Encoding = Literal["protobuf", "json"]
 
@@ -67,14 +67,33 @@ def decompress(body: bytes, content_encoding: str | None, max_bytes: int) -> byt
     return out
 
 
-def parse_request(body: bytes, encoding: Encoding) -> ExportTraceServiceRequest:
+class Parsed(NamedTuple):
+    request: ExportTraceServiceRequest
+    repaired: int = 0  # spans whose invalid UTF-8 was replaced (``utf8_repair``)
+
+
+def parse_request(body: bytes, encoding: Encoding) -> Parsed:
+    """The request in ``body``. Strings that are not valid Unicode (invalid UTF-8 in
+    protobuf, unpaired surrogate escapes in JSON) are repaired with U+FFFD, not
+    refused: the valid spans must not be lost with the bad ones. A JSON body must be
+    UTF-8 text as a whole (RFC 8259)."""
+    return _parse_protobuf(body) if encoding == "protobuf" else _parse_json(body)
+
+
+def _parse_protobuf(body: bytes) -> Parsed:
     request = ExportTraceServiceRequest()
-    if encoding == "protobuf":
-        try:
-            request.ParseFromString(body)
-        except (DecodeError, RuntimeError, ValueError) as exc:
-            raise BadRequest(400, f"malformed protobuf: {exc}") from None
-        return request
+    try:
+        request.ParseFromString(body)
+        return Parsed(request)
+    except (DecodeError, RuntimeError, ValueError) as exc:
+        error = exc
+    repaired = repair_utf8(body)
+    if repaired is None:
+        raise BadRequest(400, f"malformed protobuf: {error}")
+    return Parsed(*repaired)
+
+
+def _parse_json(body: bytes) -> Parsed:
     try:
         data = json.loads(body)
     except (ValueError, RecursionError) as exc:
@@ -83,21 +102,22 @@ def parse_request(body: bytes, encoding: Encoding) -> ExportTraceServiceRequest:
         raise BadRequest(400, "an OTLP/JSON body must be a JSON object")
     try:
         _hex_ids_to_base64(data)
-        json_format.ParseDict(data, request, ignore_unknown_fields=True)
+        return Parsed(_from_dict(data))
     except (json_format.ParseError, ValueError, TypeError, RecursionError) as exc:
-        raise BadRequest(400, f"invalid OTLP/JSON: {exc}") from None
-    return request
-
-
-def parse_ids_view(body: bytes) -> Any:
-    """A protobuf body as a ``SpanIdsRequest``: only the span and link ids parsed,
-    the rest of each span checked for framing only and kept as bytes."""
-    view = SpanIdsRequest()
+        error = exc
     try:
-        view.ParseFromString(body)
-    except (DecodeError, RuntimeError, ValueError) as exc:
-        raise BadRequest(400, f"malformed protobuf: {exc}") from None
-    return view
+        repaired = repair_json_surrogates(data)
+        if repaired:
+            return Parsed(_from_dict(data), repaired)
+    except (json_format.ParseError, ValueError, TypeError, RecursionError) as exc:
+        error = exc
+    raise BadRequest(400, f"invalid OTLP/JSON: {error}")
+
+
+def _from_dict(data: dict[str, Any]) -> ExportTraceServiceRequest:
+    request = ExportTraceServiceRequest()
+    json_format.ParseDict(data, request, ignore_unknown_fields=True)
+    return request
 
 
 def encode(message: Message, encoding: Encoding) -> bytes:

@@ -92,6 +92,11 @@ class ForwardQueue(SpanProcessor):
         with self._lock:
             return self._queued + self._in_flight
 
+    @property
+    def admit_capacity(self) -> tuple[int, int]:
+        """Spans and bytes a receiver may accept into an empty queue."""
+        return self._admit_limit, self._admit_bytes
+
     def admits(self, n: int, nbytes: int = 0) -> bool:
         """Whether a receiver may accept ``n`` more spans (``nbytes`` bytes) now."""
         with self._lock:

@@ -4,8 +4,9 @@ gRPC itself enforces the message size limit (after decompression, so gzip bombs
 stop there). The method takes the request's bytes, not a parsed message: ``Ingest``
 parses them (as much as it needs; malformed protobuf is answered INVALID_ARGUMENT)
 and a request forwarded unchanged leaves as those bytes. This module adds the
-bearer token, TLS, a cap on concurrent calls, and the OTLP retryable answer
-(UNAVAILABLE with a ``RetryInfo``) when the forward queue is full."""
+bearer token, TLS, a cap on concurrent calls, the OTLP retryable answer
+(UNAVAILABLE with a ``RetryInfo``) when the forward queue is full, and the final one
+(RESOURCE_EXHAUSTED without it) for a request it could never hold."""
 
 from __future__ import annotations
 
@@ -21,7 +22,7 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTrace
 
 from ragas_trace._internal_errors import record_internal_error
 from ragas_trace.gateway.decode import BadRequest, Encoding
-from ragas_trace.gateway.ingest import Busy
+from ragas_trace.gateway.ingest import Busy, TooLarge
 from ragas_trace.gateway.security import Security
 from ragas_trace.gateway.stats import GatewayStats
 
@@ -47,6 +48,8 @@ class _TraceService:
         except BadRequest as exc:
             self._stats.refused("grpc_invalid_argument")
             context.abort(grpc.StatusCode.INVALID_ARGUMENT, exc.message)
+        except TooLarge as exc:
+            context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED, str(exc))
         except Busy as exc:
             retry = RetryInfo(retry_delay=Duration(seconds=exc.retry_after_s))
             context.set_trailing_metadata(

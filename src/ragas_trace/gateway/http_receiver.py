@@ -34,7 +34,7 @@ from ragas_trace.gateway.decode import (
     status_body,
 )
 from ragas_trace.gateway.http_connections import Connection, ConnectionBudget, DeadlineReader
-from ragas_trace.gateway.ingest import Busy
+from ragas_trace.gateway.ingest import Busy, TooLarge
 from ragas_trace.gateway.security import Security
 from ragas_trace.gateway.stats import GatewayStats
 
@@ -213,6 +213,9 @@ class _Handler(BaseHTTPRequestHandler):
             return
         except Busy as exc:
             self._error(503, str(exc), encoding, retry_after=exc.retry_after_s)
+            return
+        except TooLarge as exc:
+            self._error(413, str(exc), encoding)
             return
         except Exception as exc:
             self.server.stats.refused("internal_error")

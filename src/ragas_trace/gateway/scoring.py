@@ -12,9 +12,11 @@ from opentelemetry.metrics import MeterProvider
 from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor
 
 from ragas_trace.config import Settings
+from ragas_trace.gateway.app_label import AppLabel
 from ragas_trace.gateway.assembler import Release
 from ragas_trace.gateway.forward import ForwardQueue
 from ragas_trace.gateway.settings import GatewaySettings
+from ragas_trace.gateway.stats import GatewayStats
 from ragas_trace.judges.base import Judge
 from ragas_trace.pipeline import build_pipeline
 
@@ -45,8 +47,8 @@ class ScoringSink:
     """``TraceSink`` for the assembler: single spans pass through the processor (its
     content policy applies to every span), whole RAG traces are ingested at once."""
 
-    def __init__(self, settings: GatewaySettings, forward: ForwardQueue, *,
-                 judge: Judge | None = None, meter_provider: MeterProvider | None = None
+    def __init__(self, settings: GatewaySettings, forward: ForwardQueue, stats: GatewayStats,
+                 *, judge: Judge | None = None, meter_provider: MeterProvider | None = None
                  ) -> None:
         library = Settings.load(
             judge=None if settings.judge == "off" else settings.judge,
@@ -54,9 +56,11 @@ class ScoringSink:
             annotations=settings.annotations)
         self.pipeline = build_pipeline(library, _Borrowed(forward), judge=judge,
                                        meter_provider=meter_provider,
-                                       service=settings.service_name)
+                                       service=settings.service_name,
+                                       app_label=AppLabel(settings.app_names or ()))
         self.processor = self.pipeline.processor
         self._forward = forward
+        self._stats = stats
 
     def pass_through(self, span: ReadableSpan) -> None:
         # The processor would forward it as it is (no RAG sign, unknown trace); with
@@ -65,6 +69,10 @@ class ScoringSink:
             self._forward.on_end(span)
         else:
             self.processor.on_end(span)
+
+    def duplicate(self, span: ReadableSpan) -> None:
+        self._stats.duplicate_root()
+        self._forward.on_end(self.processor.policy.apply(span))
 
     def complete(self, spans: list[ReadableSpan], why: Release) -> None:
         if why in ("evicted", "shutdown"):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hmac
+import ipaddress
 import ssl
 from dataclasses import dataclass
 from typing import Any
@@ -51,3 +52,16 @@ class Security:
         import grpc
         with open(self.tls_key, "rb") as key, open(self.tls_cert, "rb") as cert:
             return grpc.ssl_server_credentials([(key.read(), cert.read())])
+
+
+def is_loopback(host: str) -> bool:
+    """Whether ``host`` (of a listen address) is reachable from this machine only.
+    A host name other than ``localhost`` counts as reachable from elsewhere: what it
+    resolves to is not known here."""
+    host = host.strip().strip("[]")
+    if host.lower() == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False

@@ -23,7 +23,7 @@ from ragas_trace.gateway.grpc_receiver import OtlpGrpcServer
 from ragas_trace.gateway.http_receiver import OtlpHttpServer
 from ragas_trace.gateway.ingest import Ingest
 from ragas_trace.gateway.scoring import ScoringSink
-from ragas_trace.gateway.security import Security
+from ragas_trace.gateway.security import Security, is_loopback
 from ragas_trace.gateway.settings import GatewaySettings
 from ragas_trace.gateway.stats import GatewayStats
 from ragas_trace.judges.base import Judge
@@ -42,9 +42,10 @@ class Gateway:
     def __init__(self, settings: GatewaySettings, *, exporter: SpanExporter | None = None,
                  judge: Judge | None = None) -> None:
         self.settings = settings
+        # First: a refusal to start must not leave threads or ports behind.
+        security = Security(settings.token(), settings.tls_cert, settings.tls_key)
+        self._exposed = _exposed_without_token(settings, security)
         self.stats = GatewayStats()
-        # The gRPC forwarder sends an unchanged request as the bytes it came in.
-        forwards_bytes = exporter is None and settings.forward_protocol == "grpc"
         if exporter is None:
             if not settings.forward_endpoint:
                 raise ValueError("forward_endpoint is required (--forward-endpoint)")
@@ -67,7 +68,7 @@ class Gateway:
         self.assembler: TraceAssembler | None = None
         deliver: Callable[[Sequence[ReadableSpan]], None] = self.forward.offer
         if settings.judge != "off" or judge is not None:
-            self.sink = ScoringSink(settings, self.forward, judge=judge,
+            self.sink = ScoringSink(settings, self.forward, self.stats, judge=judge,
                                     meter_provider=self.metrics.meter_provider if self.metrics
                                     else None)
             self.assembler = TraceAssembler(self.sink, quiet_s=settings.quiet_s,
@@ -84,11 +85,10 @@ class Gateway:
         if self.metrics is not None:
             self.stats.register_metrics(
                 self.metrics.meter_provider.get_meter("ragas_trace.gateway"))
-        security = Security(settings.token(), settings.tls_cert, settings.tls_key)
         limits = Limits(max_attributes=settings.max_attributes, max_events=settings.max_events,
                         max_links=settings.max_links)
         ingest = Ingest(deliver, self.forward, self.stats, limits,
-                        whole_requests=self.assembler is None, forwards_bytes=forwards_bytes)
+                        whole_requests=self.assembler is None)
         self.grpc: OtlpGrpcServer | None = None
         self.http: OtlpHttpServer | None = None
         if settings.otlp_grpc:
@@ -119,6 +119,10 @@ class Gateway:
             self.http.start()
         if self.assembler is not None:
             self._ticker.start()
+        if self._exposed:
+            logger.warning("accepting exports without a bearer token on %s "
+                           "(--allow-unauthenticated): anyone who can reach it can send "
+                           "spans", ", ".join(self._exposed))
         logger.info("ragas-trace gateway listening", extra={
             "otlp_grpc": self.grpc.endpoint if self.grpc else None,
             "otlp_http": self.http.endpoint if self.http else None,
@@ -169,3 +173,19 @@ class Gateway:
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
+
+
+def _exposed_without_token(settings: GatewaySettings, security: Security) -> list[str]:
+    """The receiver addresses reachable from other machines when there is no token
+    (empty with a token). Raises ``ValueError`` unless ``allow_unauthenticated``."""
+    if security.token is not None:
+        return []
+    exposed = [address for address in (settings.otlp_grpc, settings.otlp_http)
+               if address and not is_loopback(address.rpartition(":")[0])]
+    if exposed and not settings.allow_unauthenticated:
+        raise ValueError(
+            f"refusing to listen on {', '.join(exposed)} without a bearer token: anyone "
+            "who can reach it could send spans. Set --token-file or RAGAS_GATEWAY_TOKEN, "
+            "or pass --allow-unauthenticated (RAGAS_GATEWAY_ALLOW_UNAUTHENTICATED=true) "
+            "to accept unauthenticated exports")
+    return exposed

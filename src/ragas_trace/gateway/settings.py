@@ -53,6 +53,15 @@ def _headers(value: object) -> dict[str, str]:
     return out
 
 
+def _names(value: object) -> tuple[str, ...]:
+    """``a,b,c`` or a list of strings."""
+    items = value if isinstance(value, list | tuple) else text(value).split(",")
+    names = tuple(str(item).strip() for item in items if str(item).strip())
+    if not names:
+        raise ValueError(f"expected names separated by commas, got {value!r}")
+    return names
+
+
 _MIB = 1 << 20
 OPTIONS: tuple[Setting, ...] = (
     Setting("otlp_grpc", "RAGAS_GATEWAY_OTLP_GRPC", "127.0.0.1:4317", _address,
@@ -80,9 +89,11 @@ OPTIONS: tuple[Setting, ...] = (
            "timeout of one export call to the next hop", "SECONDS"),
     Setting("queue_spans", "RAGAS_GATEWAY_QUEUE_SPANS", 20_000, integer(10),
            "spans waiting for the next hop; receivers answer 'retry later' once 90%% full, "
-           "past 100%% spans are dropped (counted)", "N"),
+           "past 100%% spans are dropped (counted); a request of more spans than 90%% "
+           "is refused for good (HTTP 413, gRPC RESOURCE_EXHAUSTED)", "N"),
     Setting("queue_bytes", "RAGAS_GATEWAY_QUEUE_BYTES", 128 * _MIB, integer(_MIB),
-           "bytes of spans waiting for the next hop, bounded like --queue-spans", "BYTES"),
+           "bytes of spans waiting for the next hop, bounded like --queue-spans (a "
+           "request larger than 90%% is refused for good)", "BYTES"),
     Setting("retry_for_s", "RAGAS_GATEWAY_RETRY_FOR_S", 30.0, number(0.0),
            "how long a batch is retried while the next hop fails before it is dropped",
            "SECONDS"),
@@ -93,6 +104,9 @@ OPTIONS: tuple[Setting, ...] = (
            "PEM certificate: serve both receivers over TLS (with --tls-key)", "PATH"),
     Setting("tls_key", "RAGAS_GATEWAY_TLS_KEY", None, optional(text),
            "PEM private key of --tls-cert", "PATH"),
+    Setting("allow_unauthenticated", "RAGAS_GATEWAY_ALLOW_UNAUTHENTICATED", False, boolean,
+           "accept exports without a bearer token on a non-loopback address (without "
+           "it, such an address and no token refuse to start); logs a warning", "BOOL"),
     Setting("max_request_bytes", "RAGAS_GATEWAY_MAX_REQUEST_BYTES", 4 * _MIB, integer(1024),
            "largest request accepted, after decompression", "BYTES"),
     Setting("max_attributes", "RAGAS_GATEWAY_MAX_ATTRIBUTES", 1024, integer(1),
@@ -123,6 +137,11 @@ OPTIONS: tuple[Setting, ...] = (
     Setting("max_trace_bytes", "RAGAS_GATEWAY_MAX_TRACE_BYTES", 128 * _MIB, integer(_MIB),
            "bytes of spans remembered for trace reassembly, bounded like "
            "--max-trace-spans", "BYTES"),
+    Setting("app_names", "RAGAS_GATEWAY_APP_NAMES", None, optional(_names),
+           "root span names that may be the `app` label of the scores' metrics; the "
+           "label is ragas.app.name when a root has it, else its name if listed here, "
+           "else 'unknown' (senders' span names never make labels of their own)",
+           "NAME,..."),
     Setting("judge", "RAGAS_TRACE_JUDGE", "local", choice("local", "openai", "off"),
            "judge of the scorer; 'off' forwards without scoring", "local|openai|off"),
     Setting("sample_rate", "RAGAS_TRACE_SAMPLE_RATE", None, optional(number(0.0, 1.0)),
@@ -165,6 +184,7 @@ class GatewaySettings:
     token_file: str | None
     tls_cert: str | None
     tls_key: str | None
+    allow_unauthenticated: bool
     max_request_bytes: int
     max_attributes: int
     max_events: int
@@ -176,6 +196,7 @@ class GatewaySettings:
     max_wait_s: float
     max_trace_spans: int
     max_trace_bytes: int
+    app_names: tuple[str, ...] | None
     judge: str
     sample_rate: float | None
     annotations: tuple[str, ...] | None

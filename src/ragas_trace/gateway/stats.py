@@ -18,17 +18,20 @@ class GatewayStats:
         self.requests = 0
         self.spans_received = 0
         self.spans_rejected = 0
+        self.spans_repaired = 0
         self.spans_forwarded = 0
         self.requests_refused: Counter[str] = Counter()
         self.spans_dropped: Counter[str] = Counter()
         self.export_retries = 0
+        self.duplicate_roots = 0
         self._gauges: dict[str, Callable[[], int]] = {}
 
-    def received(self, accepted: int, rejected: int) -> None:
+    def received(self, accepted: int, rejected: int, repaired: int = 0) -> None:
         with self._lock:
             self.requests += 1
             self.spans_received += accepted
             self.spans_rejected += rejected
+            self.spans_repaired += repaired
 
     def refused(self, reason: str) -> None:
         """A whole request turned away (bad input, auth, busy)."""
@@ -42,6 +45,11 @@ class GatewayStats:
     def dropped(self, reason: str, n: int = 1) -> None:
         with self._lock:
             self.spans_dropped[reason] += n
+
+    def duplicate_root(self) -> None:
+        """A copy of a RAG root already scored or held: forwarded, not scored."""
+        with self._lock:
+            self.duplicate_roots += 1
 
     def retried(self) -> None:
         with self._lock:
@@ -57,10 +65,12 @@ class GatewayStats:
                 "requests": self.requests,
                 "spans_received": self.spans_received,
                 "spans_rejected": self.spans_rejected,
+                "spans_repaired": self.spans_repaired,
                 "spans_forwarded": self.spans_forwarded,
                 "requests_refused": dict(self.requests_refused),
                 "spans_dropped": dict(self.spans_dropped),
                 "export_retries": self.export_retries,
+                "duplicate_roots": self.duplicate_roots,
             }
         snap.update({name: read() for name, read in self._gauges.items()})
         return snap
@@ -81,8 +91,15 @@ class GatewayStats:
             "ragas_gateway_spans_rejected", [counter(lambda: [(self.spans_rejected, {})])],
             description="Spans rejected one by one (reported as OTLP partial success)")
         meter.create_observable_counter(
+            "ragas_gateway_spans_repaired", [counter(lambda: [(self.spans_repaired, {})])],
+            description="Spans accepted with invalid UTF-8 replaced by U+FFFD")
+        meter.create_observable_counter(
             "ragas_gateway_spans_forwarded", [counter(lambda: [(self.spans_forwarded, {})])],
             description="Spans exported downstream")
+        meter.create_observable_counter(
+            "ragas_gateway_duplicate_roots",
+            [counter(lambda: [(self.duplicate_roots, {})])],
+            description="Copies of a RAG root already held or scored: forwarded unscored")
         meter.create_observable_counter(
             "ragas_gateway_spans_dropped",
             [counter(lambda: [(n, {"reason": r}) for r, n in self.spans_dropped.items()])],
