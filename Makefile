@@ -51,8 +51,13 @@ unit: install
 
 # The site goes to site/ (gitignored); --strict fails on a broken link, a missing
 # anchor or a page left out of the nav (not with --quiet: it hides the warnings).
+# Then headless Chromium renders the home and settings pages and checks their layout
+# (screenshots in out/docs-render/); without Chromium that check says so and is
+# skipped, unless DOCS_RENDER=--require-chromium (as .ci/run sets).
+DOCS_RENDER ?=
 docs: install
 	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict
+	$(PY) tools/check_docs_render.py site --screenshots out/docs-render $(DOCS_RENDER)
 
 test: lint typecheck unit docs
 

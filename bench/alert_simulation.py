@@ -96,9 +96,7 @@ def main() -> int:
                         "false_pages_per_week": sum(false_pages.values()),
                     }
                     print(key, figures[key]["alerts"], flush=True)
-    write_results("alert_simulation", figures,
-                  command=f"bench/alert_simulation.py --runs {args.runs} "
-                          f"--steady-days {args.steady_days:g}")
+    write_results("alert_simulation", figures)
     return 0
 
 

@@ -3,8 +3,9 @@ memory of the forwarding process, for five configurations measured in the same
 run, interleaved (shuffled order every round), medians over rounds:
 
   baseline  a plain OTLP/gRPC pass-through written with the same stack (grpcio
-            server, request forwarded as received with a grpcio stub): the floor
-            of any Python OTLP hop; it does no Python work per span
+            server and channel): each request's bytes are forwarded as received,
+            never parsed nor re-serialised, so it does no work per span at all:
+            the floor of any Python OTLP hop
   sdk_relay for reference, the obvious way to relay with the SDK: every span
             decoded to a ReadableSpan and re-encoded by the stock OTLP exporter
   off       ``ragas-trace serve --judge off``: every request parsed (in C, strings
@@ -20,9 +21,13 @@ between a load generator sending pre-encoded requests of ~500 spans from 4
 threads and a downstream that parses and counts. The traffic mixes OpenInference
 and OpenLLMetry RAG traces with plain HTTP traces. Throughput = spans sent /
 time until the downstream has them all (held RAG roots included, so the
-reassembly quiet time is inside the figure). Target: off >= 80% of baseline.
+reassembly quiet time is inside the figure). Target: off >= 80% of baseline, in
+every round (each round's configurations against that round's baseline).
 
     python bench/gateway_throughput.py [--spans 60000] [--rounds 3] [--json]
+
+It writes its figures to bench/results/gateway_throughput.json (with every round's
+ratio, so that the docs call the target met only when every round clears it).
 """
 
 from __future__ import annotations
@@ -50,6 +55,7 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
 
 from ragas_trace.testing import InMemoryTracing
 from ragas_trace.testing.rag_traces import openinference_request, openllmetry_request, plain_request
+from results_file import repeated, write_results
 
 CONFIGS = ("baseline", "sdk_relay", "off", "sample0", "local10")
 _TICK = os.sysconf("SC_CLK_TCK")
@@ -105,27 +111,37 @@ def span_count(body: bytes) -> int:
     return sum(len(ss.spans) for rs in request.resource_spans for ss in rs.scope_spans)
 
 
+EXPORT_METHOD = "/opentelemetry.proto.collector.trace.v1.TraceService/Export"
+
+
 def run_proxy(listen: str, forward: str, sdk: bool) -> None:
-    """The baseline (forward each request as received) or the SDK relay."""
+    """The baseline (each request's bytes forwarded untouched) or the SDK relay."""
     from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import OTLPSpanExporter
 
     from ragas_trace.gateway.convert import Limits, convert_request
 
-    stub = trace_service_pb2_grpc.TraceServiceStub(grpc.insecure_channel(forward))
-    exporter = OTLPSpanExporter(endpoint=forward, insecure=True)
-
-    class Service(trace_service_pb2_grpc.TraceServiceServicer):  # type: ignore[misc]
-        def Export(self, request: ExportTraceServiceRequest, context: Any) -> Any:
-            if not sdk:
-                return stub.Export(request, timeout=10)
-            spans = convert_request(request, Limits()).spans
-            for span in spans:
-                span.attributes  # noqa: B018  decode, as an eager converter would
-            exporter.export(spans)
-            return ExportTraceServiceResponse()
-
     server = grpc.server(futures.ThreadPoolExecutor(max_workers=8))
-    trace_service_pb2_grpc.add_TraceServiceServicer_to_server(Service(), server)
+    if sdk:
+        exporter = OTLPSpanExporter(endpoint=forward, insecure=True)
+
+        class Service(trace_service_pb2_grpc.TraceServiceServicer):  # type: ignore[misc]
+            def Export(self, request: ExportTraceServiceRequest, context: Any) -> Any:
+                spans = convert_request(request, Limits()).spans
+                for span in spans:
+                    span.attributes  # noqa: B018  decode, as an eager converter would
+                exporter.export(spans)
+                return ExportTraceServiceResponse()
+
+        trace_service_pb2_grpc.add_TraceServiceServicer_to_server(Service(), server)
+    else:
+        # No (de)serialisers on either side: bytes in, the same bytes out.
+        forward_bytes = grpc.insecure_channel(forward).unary_unary(
+            EXPORT_METHOD, request_serializer=None, response_deserializer=None)
+        handler = grpc.unary_unary_rpc_method_handler(
+            lambda body, context: forward_bytes(body, timeout=10),
+            request_deserializer=None, response_serializer=None)
+        server.add_generic_rpc_handlers((grpc.method_handlers_generic_handler(
+            "opentelemetry.proto.collector.trace.v1.TraceService", {"Export": handler}),))
     port = server.add_insecure_port(listen)
     server.start()
     print(json.dumps({"event": "ready", "otlp_grpc": f"127.0.0.1:{port}"}), flush=True)
@@ -170,8 +186,8 @@ def send_all(endpoint: str, requests: list[bytes], threads: int = 4) -> int:
     """Send every request, retrying those refused as busy; returns the refusals."""
     channel = grpc.insecure_channel(endpoint)
     export = channel.unary_unary(
-        "/opentelemetry.proto.collector.trace.v1.TraceService/Export",
-        request_serializer=None, response_deserializer=ExportTraceServiceResponse.FromString)
+        EXPORT_METHOD, request_serializer=None,
+        response_deserializer=ExportTraceServiceResponse.FromString)
     refused = 0
     lock = threading.Lock()
 
@@ -231,6 +247,46 @@ def measure(config: str, sink: CountingDownstream, requests: list[bytes],
             proc.kill()
 
 
+def figures(results: dict[str, list[dict[str, float]]], total: int) -> dict[str, Any]:
+    """The figures of bench/results/gateway_throughput.json: ratios within each round
+    (against that round's baseline), their median and every round's value."""
+    def ratios(config: str) -> list[float]:
+        return [r["spans_per_s"] / b["spans_per_s"]
+                for r, b in zip(results[config], results["baseline"], strict=True)]
+
+    def median(config: str, key: str) -> float:
+        return statistics.median(r[key] for r in results[config])
+
+    base = f"pass-through: {median('baseline', 'spans_per_s'):,.0f} spans/s"
+    local = "serve --judge local --sample-rate 0.1"
+    return {
+        "judge_off_ratio": {
+            **repeated(ratios("off"), 2), "target": ">= 0.80",
+            "baseline": f"{base} (median; ours {median('off', 'spans_per_s'):,.0f})",
+            "label": f"serve --judge off / a byte-forwarding OTLP/gRPC pass-through (spans/s, "
+                     f"{total:,} spans a round)"},
+        "sample0_ratio": {
+            **repeated(ratios("sample0"), 2), "baseline": base,
+            "label": "serve --judge local --sample-rate 0 (reassembly, never judged) / the "
+                     "pass-through (spans/s)"},
+        "sdk_relay_ratio": {
+            **repeated(ratios("sdk_relay"), 2), "baseline": base,
+            "label": "a relay through the OTel SDK (decode to ReadableSpan, stock exporter) / "
+                     "the pass-through (spans/s)"},
+        "local_judge_spans_per_s": {
+            **repeated([r["spans_per_s"] for r in results["local10"]], 0),
+            "unit": "spans/s", "baseline": base, "label": local},
+        "local_judge_cpu_ms_per_1000_spans": {
+            **repeated([r["cpu_ms_per_1000"] for r in results["local10"]], 1), "unit": "ms",
+            "baseline": f"pass-through: {median('baseline', 'cpu_ms_per_1000'):.1f} ms",
+            "label": f"{local}: CPU per 1,000 spans"},
+        "local_judge_peak_rss_mb": {
+            **repeated([r["peak_rss_mb"] for r in results["local10"]], 0), "unit": "MB",
+            "baseline": f"pass-through: {median('baseline', 'peak_rss_mb'):.0f} MB",
+            "label": f"{local}: peak RSS"},
+    }
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--spans", type=int, default=60_000)
@@ -266,6 +322,8 @@ def main() -> None:
     base = summary["baseline"]["spans_per_s"]
     for c in configs:
         summary[c]["vs_baseline"] = summary[c]["spans_per_s"] / base
+    if set(configs) == set(CONFIGS):  # the run the docs quote
+        write_results("gateway_throughput", figures(results, total))
     if args.json:
         print(json.dumps({"spans": total, "rounds": args.rounds, "median": summary}, indent=2))
         return
@@ -276,9 +334,11 @@ def main() -> None:
         print(f"{c:9s} {s['spans_per_s']:9.0f} {s['vs_baseline']:8.2f} "
               f"{s['cpu_ms_per_1000']:10.1f} {s['peak_rss_mb']:8.0f}")
     if "off" in summary:
-        ratio = summary["off"]["vs_baseline"]
-        print(f"target: off >= 0.80 x baseline -> {ratio:.2f} "
-              f"({'met' if ratio >= 0.8 else 'NOT met'})")
+        rounds = [r["spans_per_s"] / b["spans_per_s"]
+                  for r, b in zip(results["off"], results["baseline"], strict=True)]
+        print(f"target: off >= 0.80 x baseline in every round -> "
+              f"{', '.join(f'{r:.2f}' for r in rounds)} "
+              f"({'met' if min(rounds) >= 0.8 else 'NOT met'})")
 
 
 if __name__ == "__main__":

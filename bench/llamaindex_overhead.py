@@ -31,6 +31,13 @@ Run by hand, in the venv that has the peers (kept out of the test venv):
     .venv-bench/bin/python bench/llamaindex_overhead.py   # ~20 minutes on 2 busy cores
     .venv-bench/bin/python bench/llamaindex_overhead.py --rss-queries 0 --rounds 5
     .venv-bench/bin/python bench/llamaindex_overhead.py --shapes agent --rss-queries 0
+    .venv-bench/bin/python bench/llamaindex_overhead.py --instructions --queries 20
+
+``--instructions`` counts instructions instead of timing, as bench/langchain_overhead.py
+does: each configuration runs ``--queries`` warm requests in a process of its own under
+valgrind's callgrind (only those requests are counted). Counts do not move with the
+machine's load, so they give steady ratios on a shared machine; they weigh every
+instruction the same, where time does not (cache misses, syscalls).
 
 The machine is shared and noisy (2 cores, many processes), so the configurations run
 in ONE process and take turns every few queries: all the handler sets are installed
@@ -38,7 +45,8 @@ once, captured, and swapped onto the root dispatcher before each block (two list
 assignments, the same for every configuration). The peers only add dispatcher
 handlers (checked: no monkey-patching), so swapping the lists fully switches them on
 and off. Figures are medians over rounds of per-round differences against ``base``
-measured in the same round, in process CPU time and in wall time.
+measured in the same round, in process CPU time and in wall time. Each mode merges
+its figures into bench/results/llamaindex_overhead.json (the other mode's stay).
 """
 
 from __future__ import annotations
@@ -53,6 +61,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from functools import partial
 from typing import Any
 
@@ -78,11 +87,13 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from overhead_common import (
     DiscardExporter,
     added_costs,
+    count_instructions,
     discarding_provider,
     importable,
     print_floor_ratio,
     print_peer_ratios,
     rss_mib,
+    run_counted,
     span_replay,
 )
 from ragas_trace.collectors import llamaindex
@@ -328,6 +339,77 @@ def measure(names: list[str], rounds: int, queries: int, shape: str
     return wall, cpu, spans
 
 
+def run_count(name: str, shape: str, n: int) -> int:
+    """One configuration's ``n`` counted requests, after a warm-up (``--instructions``):
+    its handlers installed for good, as nothing else runs in this process."""
+    request = shape_call(shape)
+    call = bare_spans(request) if name == "spans" else request
+    if name in INSTALLERS:
+        INSTALLERS[name](shape)
+    for _ in range(20):
+        call()
+    gc.collect()
+    run_counted(call, n)
+    return 0
+
+
+def measure_instructions(names: list[str], shape: str, n: int) -> dict[str, float]:
+    """Instructions per request of each configuration (``spans``: per replay), two
+    valgrind processes at a time."""
+    def count(name: str) -> float:
+        command = [sys.executable, __file__, "--count", name, "--memory-shape", shape,
+                   "--queries", str(n)]
+        return count_instructions(command) / n
+
+    counted = ["base", *names, "spans"]
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        per_request = dict(zip(counted, pool.map(count, counted), strict=True))
+    for name, value in per_request.items():
+        print(f"  {shape} {name}: {value:,.0f} instructions per request", file=sys.stderr)
+    return per_request
+
+
+def report_instructions(shape: str, per_request: dict[str, float]) -> dict[str, dict[str, Any]]:
+    what = "query engine query" if shape == "query" else "FunctionAgent request"
+    base = per_request["base"]
+    added = {n: v - base for n, v in per_request.items() if n not in ("base", "spans")}
+    floor = added["a"] + per_request["spans"]
+    print(f"\n== {shape}: instructions per request (callgrind) ==")
+    print(f"base request (no handlers): {base:,.0f}")
+    print(f"{LABELS['spans']}: {per_request['spans']:,.0f}")
+    for name, cost in added.items():
+        print(f"{LABELS[name]}: +{cost:,.0f} = {cost / floor:.2f} F")
+    print_floor_ratio("F", added["b"], floor)
+    print_peer_ratios(added["b"], added)
+    floor_label = "no-op handler pair + the same spans on the bare SDK"
+    figures: dict[str, dict[str, Any]] = {
+        f"{shape}.instructions.ours_added": {
+            "value": round(added["b"]), "unit": "instructions", "exact": True,
+            "baseline": f"{base:,.0f} with no handlers",
+            "label": f"{what}: instructions ragas-trace adds per request"},
+        f"{shape}.instructions.floor_ratio": {
+            "value": round(added["b"] / floor, 2), "target": "<= 1.3", "exact": True,
+            "baseline": floor_label,
+            "label": f"{what}: ragas-trace instructions / floor's"}}
+    peers = {n: added[n] for n in ("c", "d") if n in added}
+    if peers:
+        cheaper = min(peers.values())
+        figures[f"{shape}.instructions.peer_ratio"] = {
+            "value": round(added["b"] / cheaper, 3), "target": "<= 0.2", "exact": True,
+            "baseline": "the cheaper of OpenInference and OpenLLMetry, instructions per request",
+            "label": f"{what}: ragas-trace instructions / cheapest peer's"}
+        if "e" in added:
+            # (e) makes the same spans with no bookkeeping: near the best any handler
+            # making these spans could do against the same peer.
+            figures[f"{shape}.instructions.same_spans_peer_ratio"] = {
+                "value": round(added["e"] / cheaper, 3), "exact": True,
+                "baseline": "the cheaper of OpenInference and OpenLLMetry, instructions per "
+                            "request",
+                "label": f"{what}: diagnostic (e), the same spans with no bookkeeping, "
+                         "instructions / cheapest peer's"}
+    return figures
+
+
 def memory_check(queries: int, shape: str) -> int:
     installation = llamaindex.instrument(discarding_provider())
     if shape == "agent":
@@ -448,13 +530,19 @@ def main(argv: list[str] | None = None) -> int:
                         help="requests of each shape in the memory check")
     parser.add_argument("--rss-bound-mib", type=float, default=20.0,
                         help="RSS growth allowed over the memory check")
+    parser.add_argument("--instructions", action="store_true",
+                        help="count instructions under valgrind instead of timing (no "
+                             "memory check)")
     parser.add_argument("--memory", type=int, help=argparse.SUPPRESS)
     parser.add_argument("--memory-shape", default="query", help=argparse.SUPPRESS)
+    parser.add_argument("--count", help=argparse.SUPPRESS)
     parser.add_argument("--no-results", action="store_true",
                         help="do not write bench/results/llamaindex_overhead.json")
     args = parser.parse_args(argv)
     if args.memory is not None:
         return memory_check(args.memory, args.memory_shape)
+    if args.count:
+        return run_count(args.count, args.memory_shape, args.queries)
     shapes = [s for s in args.shapes.split(",") if s]
     unknown = set(shapes) - {"query", "agent"}
     if unknown:
@@ -465,6 +553,13 @@ def main(argv: list[str] | None = None) -> int:
     if missing:
         print("not installed, skipped: " + "; ".join(missing) + " (pip install -e '.[bench]')")
     figures: dict[str, dict[str, Any]] = {}
+    if args.instructions:
+        for shape in shapes:
+            figures.update(report_instructions(
+                shape, measure_instructions(names, shape, args.queries)))
+        if not args.no_results:
+            write_results("llamaindex_overhead", figures, merge=True)
+        return 0
     checks = ({shape: start_memory_check(shape, args.rss_queries) for shape in shapes}
               if args.rss_queries > 0 else {})
     for shape in shapes:
@@ -478,8 +573,7 @@ def main(argv: list[str] | None = None) -> int:
     for shape, check in checks.items():
         figures.update(memory_figures(shape, check, args.rss_queries, args.rss_bound_mib))
     if not args.no_results:
-        write_results("llamaindex_overhead", figures, command="python bench/llamaindex_overhead.py "
-                      + " ".join(argv if argv is not None else sys.argv[1:]))
+        write_results("llamaindex_overhead", figures, merge=True)
     return 0
 
 

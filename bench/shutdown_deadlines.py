@@ -188,9 +188,7 @@ def main() -> None:
     for key, figure in figures.items():
         print(f"{key}: {figure['value']} {figure.get('unit', '')}  {figure['label']}"
               f"  {figure.get('baseline', figure.get('target', ''))}")
-    write_results("shutdown_deadlines", figures,
-                  command=f"python bench/shutdown_deadlines.py --roots {args.roots} "
-                          f"--repeats {args.repeats}")
+    write_results("shutdown_deadlines", figures)
 
 
 if __name__ == "__main__":

@@ -8,19 +8,28 @@ A block sits between two markers, and everything between them is replaced:
     ...
     <!-- END GENERATED: figures -->
 
+One figure in running text (value and unit, from bench/results/NAME.json) likewise:
+
+    grew RSS by <!-- figure: langchain_overhead/agent.rss_growth_mib -->0.5 MiB<!-- /figure -->
+
 Sources, by block name:
     settings-setup        ragas_trace.config.SETTINGS (``setup()`` and RAGAS_TRACE_*)
     settings-judge        ragas_trace.judges.settings.SETTINGS (the OpenAI judge)
     settings-collectors   ragas_trace.collectors._settings (LangChain and LlamaIndex)
     settings-serve        ragas_trace.gateway.settings.OPTIONS (``ragas-trace serve``)
-    figures               bench/results/*.json (bench/results_file.py writes them)
-    figures-with-targets  the same, only the figures that have a target
+    figures               bench/results/*.json (bench/results_file.py writes them), all
+    figures-headline      the same, only the HEADLINE figures (the README's short table)
+    figures-from-NAME     every figure of bench/results/NAME.json (a guide's table)
     figures-sources       the same files: script, command, date, machine
     cli-help[-COMMAND]    ``ragas-trace [COMMAND] --help``, 100 columns wide
     screenshot            the Phoenix screenshot, once docs/images/phoenix-trace-list.png exists
     examples              examples/*.py and the first sentence of each one's docstring
     quickstart-NAME       examples/NAME.py between its QUICK START markers, and the
                           docstring's "Real model:" sentence (the lines to change)
+
+The figures tables have a verdict column: a target is met only when every run a
+figure records clears it, or the one run of an ``exact`` figure (a count a re-run
+reproduces); see ``verdict``.
 
     python tools/gen_docs.py           # rewrite stale blocks
     python tools/gen_docs.py --check   # exit 1 naming each stale block
@@ -31,6 +40,7 @@ from __future__ import annotations
 import argparse
 import ast
 import contextlib
+import functools
 import io
 import json
 import os
@@ -107,21 +117,119 @@ def _cell(value: Any) -> str:
     return str(value).replace("|", "\\|").replace("\n", " ")
 
 
-def _figures(*, with_target_only: bool = False) -> str:
-    lines = ["| figure | measured | baseline | target | source |",
-             "| --- | --- | --- | --- | --- |"]
-    for name, document in results_files():
-        for figure in document["figures"].values():
-            if with_target_only and not figure.get("target"):
-                continue
-            measured = _number(figure["value"])
-            if figure.get("unit"):
-                measured += f" {figure['unit']}"
-            lines.append(
-                f"| {_cell(figure['label'])} | {_cell(measured)} | "
-                f"{_cell(figure.get('baseline', ''))} | {_cell(figure.get('target', ''))} | "
-                f"`{name}` {document.get('date', '')} |")
+# The README's short table: the figures a user weighs before adding the library.
+HEADLINE = (
+    ("langchain_overhead", "chain.instructions.peer_ratio"),
+    ("langchain_overhead", "agent.instructions.peer_ratio"),
+    ("llamaindex_overhead", "query.instructions.peer_ratio"),
+    ("langchain_overhead", "agent.rss_growth_mib"),
+    ("scorer_throughput", "app_latency_ratio"),
+    ("judge_cost", "price_ratio"),
+    ("local_judge_speed", "records_per_s_2_threads"),
+    ("local_judge_agreement", "public_by_kind:held_out/all kinds:faithfulness"),
+    ("gateway_throughput", "judge_off_ratio"),
+    ("shutdown_deadlines", "backend_down_shutdown_s"),
+)
+
+_BOUND = re.compile(r"^\s*(<=|≤|<|>=|≥|>)\s*(-?[\d,]*\.?\d+)")
+_WITHIN = re.compile(r"^\s*within\s+(\d+(?:\.\d+)?)\s*%")
+# What scripts used to write after a target by hand ("<= 0.2 (not met)"): the verdict
+# is made here now, from the runs.
+_OLD_VERDICT = re.compile(r"\s*\((?:not )?met\b[^)]*\)")
+
+
+def target_text(figure: dict[str, Any]) -> str:
+    return _OLD_VERDICT.sub("", str(figure.get("target", "")))
+
+
+def _clears(target: str, baseline: Any) -> Callable[[float], bool] | None:
+    """The test a value must pass for ``target``, or None when the target is prose."""
+    bound = _BOUND.match(target)
+    if bound:
+        op, limit = bound[1], float(bound[2].replace(",", ""))
+        return {"<=": lambda v: v <= limit, "≤": lambda v: v <= limit,
+                "<": lambda v: v < limit, ">=": lambda v: v >= limit,
+                "≥": lambda v: v >= limit, ">": lambda v: v > limit}[op]
+    within = _WITHIN.match(target)
+    if within:
+        share = float(within[1]) / 100
+        return lambda v: abs(v - 1) <= share
+    if target.strip() == "above the baseline" and isinstance(baseline, int | float):
+        return lambda v: v > baseline
+    try:  # a bare number is an upper bound (judge_cost's ratios)
+        limit = float(target)
+    except ValueError:
+        return None
+    return lambda v: v <= limit
+
+
+def verdict(figure: dict[str, Any]) -> str:
+    """Met only when a repeated measurement clears the target: every one of the
+    figure's ``runs``, or the one run of an ``exact`` figure (a count a re-run
+    reproduces). One run of a figure that moves with the load is not enough."""
+    target = target_text(figure)
+    if not target:
+        return ""
+    test = _clears(target, figure.get("baseline"))
+    if test is None:
+        return "not checked (prose target)"
+    runs = figure.get("runs") or [figure["value"]]
+    if not all(isinstance(r, int | float) and not isinstance(r, bool) for r in runs):
+        return "not checked (no number)"
+    passed = sum(1 for r in runs if test(float(r)))
+    if figure.get("runs"):
+        if passed == len(runs):
+            return f"met in all {len(runs)} runs"
+        return f"not met ({passed} of {len(runs)} runs clear it)"
+    if passed == 0:
+        return "not met"
+    return "met" if figure.get("exact") else "one run clears it (not repeated)"
+
+
+def measured(figure: dict[str, Any]) -> str:
+    text = _number(figure["value"])
+    if figure.get("unit"):
+        text += f" {figure['unit']}"
+    runs = figure.get("runs")
+    if runs:
+        text += f" (median; {_number(min(runs))}-{_number(max(runs))} over {len(runs)} runs)"
+    return text
+
+
+def figure_of(name: str, key: str) -> dict[str, Any]:
+    documents = dict(results_files())
+    if name not in documents or key not in documents[name]["figures"]:
+        raise ValueError(f"no figure {key!r} in bench/results/{name}.json")
+    figure: dict[str, Any] = documents[name]["figures"][key]
+    return figure
+
+
+def _table(rows: list[tuple[str, dict[str, Any], dict[str, Any]]]) -> str:
+    lines = ["| figure | measured | baseline | target | verdict | source |",
+             "| --- | --- | --- | --- | --- | --- |"]
+    for name, document, figure in rows:
+        date = figure.get("date") or document.get("date", "")
+        lines.append(
+            f"| {_cell(figure['label'])} | {_cell(measured(figure))} | "
+            f"{_cell(figure.get('baseline', ''))} | {_cell(target_text(figure))} | "
+            f"{_cell(verdict(figure))} | `{name}` {date} |")
     return "\n".join(lines)
+
+
+def _figures(*, headline_only: bool = False, only: str | None = None) -> str:
+    files = results_files()
+    if only is not None:
+        documents = dict(files)
+        if only not in documents:
+            raise ValueError(f"no bench/results/{only}.json")
+        return _table([(only, documents[only], figure)
+                       for figure in documents[only]["figures"].values()])
+    if headline_only:
+        documents = dict(files)
+        return _table([(name, documents[name], figure_of(name, key))
+                       for name, key in HEADLINE])
+    return _table([(name, document, figure) for name, document in files
+                   for figure in document["figures"].values()])
 
 
 def _figures_sources() -> str:
@@ -129,6 +237,13 @@ def _figures_sources() -> str:
     for name, document in results_files():
         line = (f"- `{name}`: `{document.get('command') or document['script']}`, "
                 f"{document.get('date', 'undated')}, {document.get('machine', 'machine unknown')}")
+        earlier: dict[tuple[str, str], list[str]] = {}
+        for key, figure in document["figures"].items():
+            if figure.get("command"):
+                earlier.setdefault((figure["command"], figure.get("date", "")), []).append(key)
+        for (command, date), keys in earlier.items():
+            line += (f"; kept from an earlier run, `{command}` ({date}): "
+                     + ", ".join(f"`{k}`" for k in keys))
         if document.get("note"):
             line += f". {document['note']}"
         lines.append(line)
@@ -202,7 +317,7 @@ GENERATORS: dict[str, Callable[[], str]] = {
     "settings-collectors": _settings_collectors,
     "settings-serve": _settings_serve,
     "figures": _figures,
-    "figures-with-targets": lambda: _figures(with_target_only=True),
+    "figures-headline": lambda: _figures(headline_only=True),
     "figures-sources": _figures_sources,
     "screenshot": _screenshot,
     "examples": _examples,
@@ -218,25 +333,54 @@ def documents() -> Iterator[Path]:
     yield from sorted((ROOT / "docs").rglob("*.md"))
 
 
+_FROM = "figures-from-"
+_INLINE = re.compile(r"(?P<begin><!-- figure: (?P<name>\w+)/(?P<key>[^ ]+) -->)"
+                     r"(?P<body>[^<]*)(?P<end><!-- /figure -->)")
+
+
+def _inline(name: str, key: str) -> str:
+    figure = figure_of(name, key)
+    return f"{_number(figure['value'])}{' ' + figure['unit'] if figure.get('unit') else ''}"
+
+
 def render(text: str, where: str) -> str:
-    """``text`` with every generated block made afresh; ``ValueError`` for a block
-    no generator knows."""
+    """``text`` with every generated block and inline figure made afresh;
+    ``ValueError`` for a block no generator knows or a figure no results file has."""
     def fresh(match: re.Match[str]) -> str:
         name = match["name"]
-        if name not in GENERATORS:
+        generate = GENERATORS.get(name)
+        if generate is None and name.startswith(_FROM):
+            generate = functools.partial(_figures, only=name[len(_FROM):])
+        if generate is None:
             raise ValueError(f"{where}: no generator for block {name!r}")
-        return f"{match['begin']}{GENERATORS[name]()}\n{match['end']}"
-    return _BLOCK.sub(fresh, text)
+        try:
+            body = generate()
+        except ValueError as err:
+            raise ValueError(f"{where}: {err}") from None
+        return f"{match['begin']}{body}\n{match['end']}"
+
+    def inline(match: re.Match[str]) -> str:
+        try:
+            value = _inline(match["name"], match["key"])
+        except ValueError as err:
+            raise ValueError(f"{where}: {err}") from None
+        return f"{match['begin']}{value}{match['end']}"
+    return _INLINE.sub(inline, _BLOCK.sub(fresh, text))
 
 
 def stale_blocks(path: Path) -> list[str]:
-    """Names of the blocks of ``path`` that differ from what the code makes."""
+    """Names of the blocks (and ``figure NAME/KEY`` of the inline figures) of ``path``
+    that differ from what the code makes."""
     text = path.read_text(encoding="utf-8")
     fresh = render(text, str(path))
     if fresh == text:
         return []
     old = {m["name"]: m["body"] for m in _BLOCK.finditer(text)}
-    return [m["name"] for m in _BLOCK.finditer(fresh) if old.get(m["name"]) != m["body"]]
+    stale = [m["name"] for m in _BLOCK.finditer(fresh) if old.get(m["name"]) != m["body"]]
+    old_inline = [m["body"] for m in _INLINE.finditer(text)]
+    stale += [f"figure {m['name']}/{m['key']}" for m, body in
+              zip(_INLINE.finditer(fresh), old_inline, strict=True) if m["body"] != body]
+    return stale
 
 
 def main(argv: list[str] | None = None) -> int:
