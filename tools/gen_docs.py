@@ -16,6 +16,7 @@ Sources, by block name:
     figures               bench/results/*.json (bench/results_file.py writes them)
     figures-with-targets  the same, only the figures that have a target
     figures-sources       the same files: script, command, date, machine
+    judge-report          bench/results/local_judge_report.json, one row per data set
     cli-help[-COMMAND]    ``ragas-trace [COMMAND] --help``, 100 columns wide
     screenshot            the Phoenix screenshot, once docs/images/phoenix-trace-list.png exists
     examples              examples/*.py and the first sentence of each one's docstring
@@ -118,6 +119,30 @@ def _figures(*, with_target_only: bool = False) -> str:
     return "\n".join(lines)
 
 
+def _judge_report() -> str:
+    """The local judge's faithfulness per labelled data set, beside its baselines."""
+    path = RESULTS / "local_judge_report.json"
+    if not path.exists():
+        return "No report yet: run `python bench/local_judge_report.py`."
+    figures = json.loads(path.read_text(encoding="utf-8"))["figures"]
+    names = sorted({key.rsplit(":", 1)[0] for key in figures if key.count(":") == 1
+                    and key.endswith(":pairwise")},
+                   key=lambda n: ("held out" in figures[f"{n}:pairwise"]["label"], n))
+    lines = ["| data set | scored how | pairwise: judge / lexical / length | "
+             "AUROC: judge / lexical / length | clean passing | hallucinated failing |",
+             "| --- | --- | --- | --- | --- | --- |"]
+    for name in names:
+        pair, auc = figures[f"{name}:pairwise"], figures[f"{name}:auroc"]
+        how = "held out" if "held out" in pair["label"] else "cross-validated"
+        lines.append(
+            f"| {name} ({pair['pairs']} pairs) | {how} | {pair['value']:.3f} / "
+            f"{pair['baseline']:.3f} / {pair['length']:.3f} | {auc['value']:.3f} / "
+            f"{auc['baseline']:.3f} / {auc['length']:.3f} | "
+            f"{figures[f'{name}:clean_pass']['value']:.2f} | "
+            f"{figures[f'{name}:hallucinated_fail']['value']:.2f} |")
+    return "\n".join(lines)
+
+
 def _figures_sources() -> str:
     lines = []
     for name, document in results_files():
@@ -172,6 +197,7 @@ GENERATORS: dict[str, Callable[[], str]] = {
     "figures": _figures,
     "figures-with-targets": lambda: _figures(with_target_only=True),
     "figures-sources": _figures_sources,
+    "judge-report": _judge_report,
     "screenshot": _screenshot,
     "examples": _examples,
     "cli-help": _cli_help(),
