@@ -21,6 +21,7 @@ Sources, by block name:
     figures-headline      the same, only the HEADLINE figures (the README's short table)
     figures-from-NAME     every figure of bench/results/NAME.json (a guide's table)
     figures-sources       the same files: script, command, date, machine
+    judge-report          bench/results/local_judge_report.json, one row per data set
     cli-help[-COMMAND]    ``ragas-trace [COMMAND] --help``, 100 columns wide
     screenshot            the Phoenix screenshot, once docs/images/phoenix-trace-list.png exists
     examples              examples/*.py and the first sentence of each one's docstring
@@ -126,8 +127,8 @@ HEADLINE = (
     ("scorer_throughput", "app_latency_ratio"),
     ("judge_cost", "price_ratio"),
     ("local_judge_speed", "records_per_s_2_threads"),
+    ("local_judge_report", "ragtruth (both tasks):auroc"),
     ("local_judge_agreement", "public_by_kind:held_out/all kinds:faithfulness"),
-    ("gateway_throughput", "judge_off_ratio"),
     ("shutdown_deadlines", "backend_down_shutdown_s"),
 )
 
@@ -232,6 +233,30 @@ def _figures(*, headline_only: bool = False, only: str | None = None) -> str:
                    for figure in document["figures"].values()])
 
 
+def _judge_report() -> str:
+    """The local judge's faithfulness per labelled data set, beside its baselines."""
+    path = RESULTS / "local_judge_report.json"
+    if not path.exists():
+        return "No report yet: run `python bench/local_judge_report.py`."
+    figures = json.loads(path.read_text(encoding="utf-8"))["figures"]
+    names = sorted({key.rsplit(":", 1)[0] for key in figures if key.count(":") == 1
+                    and key.endswith(":pairwise")},
+                   key=lambda n: ("held out" in figures[f"{n}:pairwise"]["label"], n))
+    lines = ["| data set | scored how | pairwise: judge / lexical / length | "
+             "AUROC: judge / lexical / length | clean passing | hallucinated failing |",
+             "| --- | --- | --- | --- | --- | --- |"]
+    for name in names:
+        pair, auc = figures[f"{name}:pairwise"], figures[f"{name}:auroc"]
+        how = "held out" if "held out" in pair["label"] else "cross-validated"
+        lines.append(
+            f"| {name} ({pair['pairs']} pairs) | {how} | {pair['value']:.3f} / "
+            f"{pair['baseline']:.3f} / {pair['length']:.3f} | {auc['value']:.3f} / "
+            f"{auc['baseline']:.3f} / {auc['length']:.3f} | "
+            f"{figures[f'{name}:clean_pass']['value']:.2f} | "
+            f"{figures[f'{name}:hallucinated_fail']['value']:.2f} |")
+    return "\n".join(lines)
+
+
 def _figures_sources() -> str:
     lines = []
     for name, document in results_files():
@@ -319,6 +344,7 @@ GENERATORS: dict[str, Callable[[], str]] = {
     "figures": _figures,
     "figures-headline": lambda: _figures(headline_only=True),
     "figures-sources": _figures_sources,
+    "judge-report": _judge_report,
     "screenshot": _screenshot,
     "examples": _examples,
     **{f"quickstart-{name}": _quick_start(name) for name in QUICK_STARTS},

@@ -28,6 +28,7 @@ from ragas_trace._settings import (
     text,
 )
 from ragas_trace.exporters.annotations import DEFAULT_ENDPOINT, DEFAULT_HOST, annotation_names
+from ragas_trace.judges.base import judge_thresholds
 
 
 def _auto_boolean(value: object) -> bool | None:
@@ -91,13 +92,16 @@ SETTINGS: tuple[Setting, ...] = (
             "consecutive judge failures that open the circuit breaker"),
     Setting("breaker_reset_s", "RAGAS_TRACE_BREAKER_RESET_S", 30.0, number(0.0, above=True),
             "how long the breaker stays open before one probe record is let through"),
-    Setting("threshold_faithfulness", "RAGAS_TRACE_THRESHOLD_FAITHFULNESS", 0.7,
-            number(0.0, 1.0), "`ragas.faithfulness.label` is pass at or above this"),
-    Setting("threshold_answer_relevance", "RAGAS_TRACE_THRESHOLD_ANSWER_RELEVANCE", 0.7,
-            number(0.0, 1.0), "`ragas.answer_relevance.label` is pass at or above this"),
-    Setting("threshold_context_relevance", "RAGAS_TRACE_THRESHOLD_CONTEXT_RELEVANCE", 0.3,
-            number(0.0, 1.0),
-            "`ragas.context_relevance.label` is pass at or above this"),
+    Setting("threshold_faithfulness", "RAGAS_TRACE_THRESHOLD_FAITHFULNESS", None,
+            optional(number(0.0, 1.0)), "`ragas.faithfulness.label` is pass at or above "
+            "this (default: the judge's own, calibrated on development data)"),
+    Setting("threshold_answer_relevance", "RAGAS_TRACE_THRESHOLD_ANSWER_RELEVANCE", None,
+            optional(number(0.0, 1.0)), "`ragas.answer_relevance.label` is pass at or above "
+            "this (default: the judge's own)"),
+    Setting("threshold_context_relevance", "RAGAS_TRACE_THRESHOLD_CONTEXT_RELEVANCE", None,
+            optional(number(0.0, 1.0)),
+            "`ragas.context_relevance.label` is pass at or above this (default: the "
+            "judge's own)"),
     Setting("content", "RAGAS_TRACE_CONTENT", "keep", choice("keep", "drop", "redact"),
             "question, passages and answer in exported spans: keep, drop, or pass "
             "through the `redact` function (keyword only)"),
@@ -168,9 +172,9 @@ class Settings:
     concurrency: int
     breaker_failures: int
     breaker_reset_s: float
-    threshold_faithfulness: float
-    threshold_answer_relevance: float
-    threshold_context_relevance: float
+    threshold_faithfulness: float | None
+    threshold_answer_relevance: float | None
+    threshold_context_relevance: float | None
     content: str
     max_content_chars: int
     evaluation_spans: bool | None
@@ -221,13 +225,14 @@ class Settings:
             return self.evaluation_spans
         return self.evaluation_project is not None or "phoenix" not in self.annotations
 
-    @property
-    def thresholds(self) -> dict[str, float]:
-        return {
-            "faithfulness": self.threshold_faithfulness,
-            "answer_relevance": self.threshold_answer_relevance,
-            "context_relevance": self.threshold_context_relevance,
-        }
+    def thresholds_for(self, judge: object) -> dict[str, float]:
+        """Each metric's pass threshold: the one set here, else the judge's own
+        (``judge.thresholds``, calibrated for it), else the LLM judges' default."""
+        defaults = judge_thresholds(judge)
+        chosen = {"faithfulness": self.threshold_faithfulness,
+                  "answer_relevance": self.threshold_answer_relevance,
+                  "context_relevance": self.threshold_context_relevance}
+        return {m: v if v is not None else defaults[m] for m, v in chosen.items()}
 
 
 def settings_table_markdown() -> str:

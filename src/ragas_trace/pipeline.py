@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from opentelemetry.metrics import MeterProvider, NoOpMeterProvider
@@ -60,17 +60,17 @@ def content_policy(settings: Settings, redact: Redactor | None = None) -> Conten
     return ContentPolicy(mode, redact, settings.max_content_chars)
 
 
-def annotation_sinks(settings: Settings, metrics: ScorerMetrics,
-                     policy: ContentPolicy) -> AnnotationSinks | None:
+def annotation_sinks(settings: Settings, metrics: ScorerMetrics, policy: ContentPolicy,
+                     thresholds: Mapping[str, float]) -> AnnotationSinks | None:
     """The Phoenix / Langfuse sinks ``settings.annotations`` turns on, or ``None``."""
     chosen = backends(
         settings.annotations, phoenix_endpoint=settings.phoenix_endpoint,
         phoenix_api_key=settings.phoenix_api_key, langfuse_host=settings.langfuse_host,
         langfuse_public_key=settings.langfuse_public_key,
-        langfuse_secret_key=settings.langfuse_secret_key, thresholds=settings.thresholds)
+        langfuse_secret_key=settings.langfuse_secret_key, thresholds=thresholds)
     if not chosen:
         return None
-    return AnnotationSinks(chosen, metrics, policy, settings.thresholds,
+    return AnnotationSinks(chosen, metrics, policy, thresholds,
                            max_queued=settings.annotation_queue_size,
                            retry_for_s=settings.annotation_retry_s)
 
@@ -113,7 +113,8 @@ def build_pipeline(
     metrics = ScorerMetrics(meter_provider or NoOpMeterProvider(),
                             service or settings.service_name or "",
                             max_apps=settings.max_app_labels)
-    annotations = annotation_sinks(settings, metrics, policy)
+    thresholds = settings.thresholds_for(resolved)
+    annotations = annotation_sinks(settings, metrics, policy, thresholds)
     processor = ScoringSpanProcessor(
         downstream,
         scorer,
@@ -121,7 +122,7 @@ def build_pipeline(
         hold_timeout_s=settings.hold_timeout_s,
         max_held_spans=settings.max_held_spans,
         max_open_traces=settings.max_open_traces,
-        thresholds=settings.thresholds,
+        thresholds=thresholds,
         content_policy=policy,
         metrics=metrics,
         evaluation_spans=settings.emit_evaluation_spans,

@@ -18,6 +18,11 @@ class Metric(StrEnum):
 
 ALL_METRICS: frozenset[Metric] = frozenset(Metric)
 
+# Pass thresholds for a judge that has none of its own (the LLM judges): the local
+# judge's are calibrated for it (``judges/local/data/support_model.json``).
+DEFAULT_THRESHOLDS: Mapping[str, float] = {
+    "faithfulness": 0.7, "answer_relevance": 0.7, "context_relevance": 0.3}
+
 
 class MetricStatus(StrEnum):
     """Why a metric has the value it has. Only ``SCORED`` carries a number."""

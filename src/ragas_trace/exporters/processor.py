@@ -44,6 +44,7 @@ from ragas_trace.exporters.score_attributes import score_attributes
 from ragas_trace.exporters.span_copy import copy_span
 from ragas_trace.exporters.trace_buffer import Ended, TraceBuffer
 from ragas_trace.extract import extract_record, question_of, span_kind
+from ragas_trace.judges.base import judge_thresholds
 from ragas_trace.record import RagRecord
 from ragas_trace.results import MetricStatus
 from ragas_trace.scorer.background import BackgroundScorer
@@ -54,8 +55,6 @@ _ROOT_KINDS = frozenset({"CHAIN", "AGENT"})
 _SUPPRESS = otel_context._SUPPRESS_INSTRUMENTATION_KEY
 _PARTIAL_STREAMS = frozenset({sc.STREAM_ABANDONED, sc.STREAM_ERROR})
 EXPORT_RESERVE_S = 1.0
-DEFAULT_THRESHOLDS: Mapping[str, float] = {
-    "faithfulness": 0.7, "answer_relevance": 0.7, "context_relevance": 0.3}
 
 
 @dataclass
@@ -101,7 +100,7 @@ class ScoringSpanProcessor(SpanProcessor):
         self.sampler = sampler or Sampler()
         self.hold_timeout_s = hold_timeout_s
         self._max_held = max_held_spans
-        self.thresholds = dict(thresholds or DEFAULT_THRESHOLDS)
+        self.thresholds = dict(thresholds) if thresholds else judge_thresholds(scorer.judge)
         self.policy = content_policy or ContentPolicy()
         self.metrics = metrics or ScorerMetrics(NoOpMeterProvider(), "")
         self.annotations = annotations

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Protocol, runtime_checkable
 
-from ragas_trace.results import ALL_METRICS, Metric, Scores
+from ragas_trace.results import ALL_METRICS, DEFAULT_THRESHOLDS, Metric, Scores
 
 
 @runtime_checkable
@@ -31,3 +31,11 @@ class Judge(Protocol):
     async def aclose(self) -> None:
         """Release clients and sessions; safe to call twice."""
         ...
+
+
+def judge_thresholds(judge: object) -> dict[str, float]:
+    """Each metric's pass threshold for ``judge``: its own ``thresholds`` (a mapping by
+    metric name, calibrated for it) where it has them, else ``DEFAULT_THRESHOLDS``."""
+    own = getattr(judge, "thresholds", None)
+    return dict(DEFAULT_THRESHOLDS) | (
+        {str(k): float(v) for k, v in own.items()} if isinstance(own, Mapping) else {})

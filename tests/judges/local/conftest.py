@@ -9,3 +9,9 @@ def judge() -> LocalJudge:
     j = LocalJudge(threads=1)
     j.load()
     return j
+
+
+@pytest.fixture(scope="session")
+def passing(judge: LocalJudge) -> float:
+    """Faithfulness at or above this is labelled pass: the judge's calibrated threshold."""
+    return judge.thresholds["faithfulness"]

@@ -25,12 +25,12 @@ def test_is_a_judge_with_a_stable_name(judge: LocalJudge) -> None:
     assert judge.name == "local:minilm-l6-int8"
 
 
-def test_scores_all_three_metrics_with_evidence(judge: LocalJudge) -> None:
+def test_scores_all_three_metrics_with_evidence(judge: LocalJudge, passing: float) -> None:
     scores = asyncio.run(judge.evaluate(QUESTION, [CONTEXT], ANSWER))
     assert set(scores.status.values()) == {MetricStatus.SCORED}
     for value in (scores.faithfulness, scores.answer_relevance, scores.context_relevance):
         assert value is not None and 0.0 <= value <= 1.0
-    assert scores.faithfulness is not None and scores.faithfulness > 0.8
+    assert scores.faithfulness is not None and scores.faithfulness >= passing
     assert scores.context_sentences == 2
     assert [v.supported for v in scores.statements] == [True]
     assert scores.kept_sentences and set(scores.kept_sentences) <= set(
@@ -45,19 +45,20 @@ def test_scores_all_three_metrics_with_evidence(judge: LocalJudge) -> None:
      "Garnier"),
 ])
 def test_ungrounded_numbers_and_names_are_not_supported(
-        judge: LocalJudge, wrong: str, missing: str) -> None:
+        judge: LocalJudge, passing: float, wrong: str, missing: str) -> None:
     good = judge.evaluate_sync(QUESTION, [CONTEXT], ANSWER)
     bad = judge.evaluate_sync(QUESTION, [CONTEXT], wrong)
     assert bad.faithfulness is not None and good.faithfulness is not None
-    assert bad.faithfulness < 0.5 < good.faithfulness
+    assert bad.faithfulness < passing <= good.faithfulness
     assert not bad.statements[0].supported
     assert missing in bad.statements[0].reason
 
 
-def test_each_statement_gets_a_verdict(judge: LocalJudge) -> None:
+def test_each_statement_gets_a_verdict(judge: LocalJudge, passing: float) -> None:
     scores = judge.evaluate_sync(QUESTION, [CONTEXT], ANSWER + " It is made of solid gold.")
     assert [v.supported for v in scores.statements] == [True, False]
-    assert scores.faithfulness is not None and 0.3 < scores.faithfulness < 0.7
+    # One of two statements unsupported: the answer fails.
+    assert scores.faithfulness is not None and scores.faithfulness < passing
 
 
 def test_a_fact_borrowed_from_another_sentence_counts_against(judge: LocalJudge) -> None:
@@ -73,13 +74,13 @@ def test_a_fact_borrowed_from_another_sentence_counts_against(judge: LocalJudge)
     assert "Gray" in swapped.statements[0].reason
 
 
-def test_a_wrong_sign_is_a_wrong_number(judge: LocalJudge) -> None:
+def test_a_wrong_sign_is_a_wrong_number(judge: LocalJudge, passing: float) -> None:
     context = "Seawater freezes at about minus 2 degrees Celsius."
     question = "At what temperature does seawater freeze?"
     right = judge.evaluate_sync(question, [context], "Seawater freezes at about -2 °C.")
     wrong = judge.evaluate_sync(question, [context], "Seawater freezes at about 2 degrees Celsius.")
     assert right.faithfulness is not None and wrong.faithfulness is not None
-    assert wrong.faithfulness < 0.5 < right.faithfulness
+    assert wrong.faithfulness < passing <= right.faithfulness
 
 
 @pytest.mark.parametrize("evasive", [
@@ -150,11 +151,11 @@ def test_padding_lowers_context_relevance(judge: LocalJudge) -> None:
     assert not any("repainted" in s for s in padded.kept_sentences)
 
 
-def test_context_from_several_passages(judge: LocalJudge) -> None:
+def test_context_from_several_passages(judge: LocalJudge, passing: float) -> None:
     first, second = CONTEXT.split(". ", 1)
     scores = judge.evaluate_sync(QUESTION, [first + ".", second, "Cats sleep a lot."], ANSWER)
     assert scores.context_sentences == 3
-    assert scores.faithfulness is not None and scores.faithfulness > 0.8
+    assert scores.faithfulness is not None and scores.faithfulness >= passing
     assert not any("Cats" in s for s in scores.kept_sentences)
 
 
@@ -195,7 +196,7 @@ def test_only_the_requested_metric_is_scored(judge: LocalJudge, metric: Metric) 
         assert scores.result(other).status is MetricStatus.SKIPPED
 
 
-def test_german(judge: LocalJudge) -> None:
+def test_german(judge: LocalJudge, passing: float) -> None:
     context = ("Die Berliner Mauer fiel am 9. November 1989. Knapp ein Jahr später, am "
                "3. Oktober 1990, wurde Deutschland wiedervereinigt. Berlin hat viele Museen.")
     question = "Wann fiel die Berliner Mauer?"
@@ -203,7 +204,7 @@ def test_german(judge: LocalJudge) -> None:
     wrong = judge.evaluate_sync(question, [context], "Die Berliner Mauer fiel am 12. Juni 1987.")
     vague = judge.evaluate_sync(question, [context], "Die Mauer fiel irgendwann.")
     assert good.faithfulness is not None and wrong.faithfulness is not None
-    assert wrong.faithfulness < 0.5 < good.faithfulness
+    assert wrong.faithfulness < passing <= good.faithfulness
     assert good.answer_relevance is not None and vague.answer_relevance is not None
     assert good.answer_relevance > vague.answer_relevance
     assert good.context_sentences == 3
@@ -211,7 +212,7 @@ def test_german(judge: LocalJudge) -> None:
     assert not any("Museen" in s for s in good.kept_sentences)
 
 
-def test_chinese(judge: LocalJudge) -> None:
+def test_chinese(judge: LocalJudge, passing: float) -> None:
     context = ("长城是中国古代修建的防御工程。它主要是为了抵御北方游牧民族的入侵而修建的。"
                "八达岭每年有数百万游客。")
     question = "长城主要是为了什么而修建的？"
@@ -221,7 +222,7 @@ def test_chinese(judge: LocalJudge) -> None:
                                 "长城主要是为了运输粮食和发展海上贸易而修建的。")
     assert good.context_sentences == 3
     assert good.faithfulness is not None and wrong.faithfulness is not None
-    assert wrong.faithfulness < 0.5 < good.faithfulness
+    assert wrong.faithfulness < passing <= good.faithfulness
     assert good.context_relevance is not None and good.context_relevance < 1.0
 
 

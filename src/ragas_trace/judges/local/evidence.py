@@ -3,6 +3,7 @@ which names each sentence refers to."""
 
 from __future__ import annotations
 
+import itertools
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -11,6 +12,8 @@ import numpy as np
 
 from ragas_trace.judges.local.comparisons import Comparison, comparisons
 from ragas_trace.judges.local.embedder import Vectors
+from ragas_trace.judges.local.lexicon import STOPWORDS
+from ragas_trace.judges.local.structured import yes_no_field
 from ragas_trace.judges.local.tokens import Kind, Token, Vocabulary, content_tokens
 from ragas_trace.metrics.sentences import split_sentences
 
@@ -42,6 +45,10 @@ class Evidence:
     sentences: tuple[ContextSentence, ...]
     vocabulary: Vocabulary  # the whole context
     comparisons: tuple[Comparison, ...] = ()
+    words: frozenset[str] = frozenset()  # its content words as written (case folded)
+    bigrams: frozenset[tuple[str, str]] = frozenset()  # of consecutive content words
+    # Yes / no fields of a structured passage: the key's token keys, and the value.
+    fields: tuple[tuple[tuple[str, ...], bool], ...] = ()
 
     @property
     def texts(self) -> list[str]:
@@ -66,7 +73,29 @@ def build_evidence(contexts: Sequence[str]) -> Evidence:
             names = tuple(t for t in tokens if t.kind is Kind.NAME or t.text[:1].isupper())
             previous_names = names or previous_names
             every.extend(tokens)
-    return Evidence(tuple(sentences), Vocabulary(every), tuple(compared))
+    words: set[str] = set()
+    bigrams: set[tuple[str, str]] = set()
+    for sentence in sentences:
+        own = plain_words(sentence.text)
+        words.update(own)
+        bigrams.update(itertools.pairwise(own))
+    fields = []
+    for sentence in sentences:
+        field = yes_no_field(sentence.text)
+        if field is not None and (keys := tuple(t.key for t in content_tokens(field[0]))):
+            fields.append((keys, field[1]))
+    return Evidence(tuple(sentences), Vocabulary(every), tuple(compared), frozenset(words),
+                    frozenset(bigrams), tuple(fields))
+
+
+_PLAIN = re.compile(r"[\u3400-\u9fff]|[^\W_]+")
+
+
+def plain_words(text: str) -> list[str]:
+    """Content words as written, case folded, no stemming (CJK: characters): the
+    exact wording an answer copies or departs from."""
+    return [w for w in (m.group(0).casefold() for m in _PLAIN.finditer(text))
+            if w not in STOPWORDS]
 
 
 def with_antecedents(evidence: Evidence, vectors: Vectors) -> Vectors:

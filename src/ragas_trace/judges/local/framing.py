@@ -41,24 +41,22 @@ from ragas_trace.judges.local.lexicon import (
     capitalises_nouns,
     expectations,
 )
-from ragas_trace.judges.local.scoring import (
-    GROUNDED_FLOOR,
-    grounding,
-    meets,
-    supported_degree,
-)
+from ragas_trace.judges.local.scoring import meets
 from ragas_trace.judges.local.tokens import (
     Kind,
     RarityFn,
     Token,
     Vocabulary,
     content_tokens,
+    fold_accents,
     normalise,
     weight,
 )
 
 SHORT_WORDS = 6  # a Latin-script answer of at most this many words and no full stop
 SHORT_CJK_CHARS = 24
+SENTENCE_WORDS = 4  # as many words or more, ending in a full stop: a sentence
+SENTENCE_CJK_CHARS = 8
 _CJK = re.compile(r"[\u3400-\u9fff]")
 _SENTENCE_END = re.compile(r"[.!?。！？]\s+\S")
 FRAME_LEXICAL = 0.5  # weight of the question's terms against the embedding's cosine
@@ -73,29 +71,27 @@ WINDOW_TOKENS, WINDOW_TOKENS_CJK = 6, 12
 FRAME_FULL, FRAME_NONE = 0.05, 0.25
 FRAME_FLOOR, FRAME_ENOUGH = 0.15, 0.40  # absolute: the sentence is about the question
 # The answer's slot: distances in content tokens to the question's terms decay as
-# 1 / (1 + (d - 1) / tau); an answer at most SLOT_NONE as near them as another name or
-# number of its kind in the same sentence is in that one's slot, from SLOT_FULL on in
-# its own.
+# 1 / (1 + (d - 1) / tau), relative to another name or number of its kind in the
+# same sentence.
 SLOT_TAU, SLOT_TAU_CJK = 3.0, 6.0
-SLOT_NONE, SLOT_FULL = 0.5, 0.9
-# A rival nearer in the sentence that answers is less against the answer than standing
-# in a sentence that does not: it keeps this much of the sentence's fit.
-SLOT_FLOOR = 0.1
 # A punctuation mark between two tokens bounds a phrase: it counts as one more token.
 PHRASE_GAP = 1.0
 _PHRASE_MARK = re.compile(r"[,;:()\[\]—–，、；：（）]")
-# An answer of another kind than the question asks for ("dukes" to "When ...?"): a
-# weak factor only, since answers of other kinds can be right ("after the war").
-KIND_MISS = 0.8
+
+
+SHORT_FEATURES = (
+    "coverage", "missing_facts", "missing_word_weight", "verbatim", "held", "frame",
+    "frame_gap", "nearness", "slot", "kind_fit", "echoes", "linked", "log_tokens",
+)
 
 
 @dataclass(frozen=True, slots=True)
 class FramedSupport:
-    degree: float  # how far the context supports the framed statement
+    features: dict[str, float]  # the evidence, for the fitted short-answer model
     bearing: float  # how well the sentence holding the answer matches the question
     reason: str
     # How far the context's sentence that holds the answer is where it answers the
-    # question: the degree without its floor for a grounded answer.
+    # question (its match to the question, and the question's terms near the answer).
     fit: float = 0.0
 
 
@@ -105,8 +101,12 @@ def is_short(answer: str) -> bool:
     if not text or _SENTENCE_END.search(text):
         return False
     if _CJK.search(text):
-        return len(text) <= SHORT_CJK_CHARS
-    return len(text.split()) <= SHORT_WORDS
+        # "长城主要是为了抵御入侵而修建的。" is a sentence; "1923年" a bare answer.
+        return len(text) <= SHORT_CJK_CHARS and not (
+            text.endswith(("。", "！", "？")) and len(text) >= SENTENCE_CJK_CHARS)
+    words = len(text.split())
+    # "Seawater freezes at -2 °C." is a sentence of its own, "Paris." a bare answer.
+    return words <= SHORT_WORDS and not (words >= SENTENCE_WORDS and text.endswith("."))
 
 
 def framed_statement(question: str, answer: str) -> str:
@@ -198,11 +198,17 @@ def framed_support(question: str, q_vector: Vectors, answer: str, evidence: Evid
     # A name or number must be there as it is: "France" is not held by "Francia".
     holding = [i for i, s in enumerate(evidence.sentences)
                if present and _held(present, s.tokens, by_rarity) >= 0.5]
-    grounded = grounding(coverage, missing_facts,
-                         [t for t in missing if t.kind is Kind.WORD], rarity)
+    base = {"coverage": coverage, "missing_facts": float(len(missing_facts)),
+            "missing_word_weight": sum(by_rarity(t) for t in missing
+                                       if t.kind is Kind.WORD),
+            "verbatim": float(_verbatim(answer, evidence)),
+            "log_tokens": math.log1p(len(answer_tokens))}
     if not holding:
-        return FramedSupport(grounded * GROUNDED_FLOOR, 0.0, "the answer's words are not "
-                             "together in any context sentence")
+        return FramedSupport(base | {"held": 0.0, "frame": 0.0, "frame_gap": -1.0,
+                                     "nearness": 0.0, "slot": 0.0, "kind_fit": 1.0,
+                                     "echoes": 0.0, "linked": 0.0},
+                             0.0, "the answer's words are not together in any context "
+                             "sentence")
     at = max(holding, key=frames.__getitem__)
     placement = _ramp(frames[at], best - FRAME_NONE, best - FRAME_FULL) \
         * _ramp(frames[at], FRAME_FLOOR, FRAME_ENOUGH)
@@ -216,11 +222,16 @@ def framed_support(question: str, q_vector: Vectors, answer: str, evidence: Evid
     fit = placement * (0.5 + 0.5 * nearness)
     kind_fit, unlike = _kind_fit(kinds, answer_tokens)
     echoes = alternatives(question) is None and all(t.key in asked.keys for t in answer_tokens)
-    degree = supported_degree(grounded, 0.0 if echoes else
-                              fit * _slotted(slot) * kind_fit)
+    linked = max(_linked_share(evidence, i, question_tokens, specific) for i in holding)
+    features = base | {"held": 1.0, "frame": frames[at], "frame_gap": frames[at] - best,
+                       "nearness": nearness, "slot": slot, "kind_fit": float(kind_fit),
+                       "echoes": float(echoes), "linked": linked}
     parts = [f"read with the question; the context sentence holding it matches the "
              f"question {frames[at]:.2f} (best sentence {best:.2f}); "
              f"{nearness:.0%} of the question's terms found there are near the answer"]
+    if linked > _share(question_tokens, evidence.sentences[at].vocabulary, specific):
+        parts.append(f"{linked:.0%} of the question's terms are in that sentence or in "
+                     "sentences sharing a name with it")
     if echoes:
         parts.append("the answer only repeats the question's own terms")
     if unlike:
@@ -232,7 +243,32 @@ def framed_support(question: str, q_vector: Vectors, answer: str, evidence: Evid
         parts.append("not in the context: " + ", ".join(t.text for t in missing_facts))
     if coverage < 1.0:
         parts.append(f"{coverage:.0%} of its content words are in the context")
-    return FramedSupport(degree, min(1.0, frames[at]), "; ".join(parts), grounded * fit)
+    return FramedSupport(features, min(1.0, frames[at]), "; ".join(parts), coverage * fit)
+
+
+def _verbatim(answer: str, evidence: Evidence) -> bool:
+    """Whether the answer, as written (case and spacing aside), is a span of the
+    context."""
+    wanted = " ".join(fold_accents(normalise(answer)).strip(" .!?。").split())
+    return bool(wanted) and any(wanted in " ".join(fold_accents(normalise(s.text)).split())
+                                for s in evidence.sentences)
+
+
+def _linked_share(evidence: Evidence, at: int, question_tokens: list[Token],
+                  weigh: Callable[[Token], float]) -> float:
+    """The share of the question's terms found in the sentence holding the answer or
+    in the context's sentences that share a name with it: a multi-hop question ("the
+    population of the city where X was born") names the bridge ("Leeuwarden") in one
+    sentence and asks about it in another."""
+    holder = evidence.sentences[at]
+    # A capitalised word names something, even where it opens the sentence.
+    names = {t.key for t in holder.tokens if t.kind is Kind.NAME or t.text[:1].isupper()}
+    linked = list(holder.tokens)
+    for i, s in enumerate(evidence.sentences):
+        if i != at and names.intersection(t.key for t in s.tokens
+                                          if t.kind is Kind.NAME or t.text[:1].isupper()):
+            linked.extend(s.tokens)
+    return _share(question_tokens, Vocabulary(linked), weigh)
 
 
 def _nearness(sentence: ContextSentence, answer_keys: set[str], question_tokens: list[Token],
@@ -254,22 +290,18 @@ def _nearness(sentence: ContextSentence, answer_keys: set[str], question_tokens:
     return sum(wanted[k] for k, d in distance.items() if d <= window) / total
 
 
-def _slotted(slot: float) -> float:
-    return SLOT_FLOOR + (1.0 - SLOT_FLOOR) * _ramp(slot, SLOT_NONE, SLOT_FULL)
-
-
-def _kind_fit(kinds: frozenset[Expects], answer_tokens: list[Token]) -> tuple[float, str]:
-    """A weak factor for an answer of another kind than the question asks for ("dukes"
-    to "When ...?", "1066" to "Who ...?"), with what it lacks; (1.0, "") when it fits
+def _kind_fit(kinds: frozenset[Expects], answer_tokens: list[Token]) -> tuple[bool, str]:
+    """Whether the answer is of the kind the question asks for (not "dukes" to "When
+    ...?", "1066" to "Who ...?"), with what it lacks; (True, "") when it fits
     or the question asks for no kind."""
     numbers = [t for t in answer_tokens if t.kind is Kind.NUMBER]
     if Expects.NUMBER in kinds and not numbers and not any(
             normalise(t.text) in NUMBER_WORDS or CJK_NUMERALS.intersection(t.text)
             for t in answer_tokens):
-        return KIND_MISS, "no number or date, which the question asks for"
+        return False, "no number or date, which the question asks for"
     if Expects.NAME in kinds and not any(t.kind is Kind.NAME for t in answer_tokens):
-        return KIND_MISS, "no name, which the question asks for"
-    return 1.0, ""
+        return False, "no name, which the question asks for"
+    return True, ""
 
 
 def _closeness(positions: list[int], tokens: tuple[Token, ...], marks: list[int],

@@ -15,12 +15,20 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 
 import numpy as np
 
 from ragas_trace._internal_errors import record_internal_error
+from ragas_trace.judges.local.conventions import answer_parts, clean_line
 from ragas_trace.judges.local.embedder import MODEL_ID, Embedder, ModelIntegrityError, Vectors
 from ragas_trace.judges.local.evidence import Evidence, build_evidence
+from ragas_trace.judges.local.features import (
+    StatementEvidence,
+    answer_evidence,
+    statement_evidence,
+    with_supports,
+)
 from ragas_trace.judges.local.framing import (
     FramedSupport,
     framed_statement,
@@ -28,8 +36,9 @@ from ragas_trace.judges.local.framing import (
     is_short,
 )
 from ragas_trace.judges.local.lexicon import is_noncommittal, question_parts
-from ragas_trace.judges.local.scoring import answer_relevance, sentence_need, statement_support
-from ragas_trace.judges.local.tokens import Kind, content_tokens
+from ragas_trace.judges.local.scoring import answer_relevance, sentence_need
+from ragas_trace.judges.local.structured import flatten_passage
+from ragas_trace.judges.local.support_model import SupportModelError, SupportModels, load_models
 from ragas_trace.metrics.sentences import split_sentences
 from ragas_trace.results import (
     ALL_METRICS,
@@ -77,6 +86,16 @@ class LocalJudge:
     def name(self) -> str:
         return f"local:{MODEL_ID}"
 
+    @property
+    def thresholds(self) -> dict[str, float]:
+        """The pass thresholds calibrated for this judge on development data (an empty
+        mapping when its model file cannot be read: the scorer then records the
+        failure on each record)."""
+        try:
+            return dict(load_models().thresholds)
+        except SupportModelError:
+            return {}
+
     def load(self) -> None:
         """Load the model now instead of on the first record."""
         self._embedder.load()
@@ -117,9 +136,11 @@ class LocalJudge:
         """The blocking form of ``evaluate``, for callers outside an event loop."""
         started = time.perf_counter()
         try:
+            # The fitted models serve faithfulness only.
+            models = load_models() if Metric.FAITHFULNESS in metrics else None
             scores = _Record(self._embedder, question, contexts, answer, metrics,
-                             self._limits).score()
-        except (ImportError, ModelIntegrityError) as exc:
+                             self._limits).score(models)
+        except (ImportError, ModelIntegrityError, SupportModelError) as exc:
             scores = self._failed(metrics, f"local model unavailable: {exc}")
         except Exception as exc:  # our bug: count it, never invent a score
             record_internal_error("judges.local.evaluate", exc)
@@ -140,6 +161,16 @@ class LocalJudge:
 _VecFn = Callable[[str], Vectors]
 
 
+@dataclass(frozen=True, slots=True)
+class Measured:
+    """One statement and the evidence measured for it."""
+
+    statement: str
+    kind: str  # "statement" (a sentence of the answer) or "short" (read with the question)
+    features: dict[str, float]
+    reason: str
+
+
 class _Record:
     """One record being scored: gathers every text to embed, embeds once, scores."""
 
@@ -150,7 +181,8 @@ class _Record:
         self.question = (question or "").strip()
         self.answer = (answer or "").strip()
         passages = [contexts] if isinstance(contexts, str) else contexts  # one passage
-        self.contexts = [c for c in passages if isinstance(c, str) and c.strip()]
+        self.contexts = [flatten_passage(c) for c in passages
+                         if isinstance(c, str) and c.strip()]
         self.skipped: dict[Metric, MetricResult] = {}
         context_chars = sum(len(c) for c in self.contexts)
         if context_chars > limits[0]:
@@ -171,22 +203,25 @@ class _Record:
         self.metrics = metrics - self.skipped.keys()
         # The texts build_evidence makes its sentences of, in order.
         self.sentence_texts = [t for c in self.contexts for t in split_sentences(c)]
-        # Hedged but committal ("I'm not sure of the day, but it opened in 1889") is
-        # an answer: an evasion states no number.
-        self.refusal = bool(self.answer) and is_noncommittal(self.answer) and not any(
-            t.kind is Kind.NUMBER for t in content_tokens(self.answer))
-        # A bare "1931" states something only together with its question.
-        self.short = bool(self.question) and not self.refusal and is_short(self.answer)
-        # The answer's sentences are its statements, and stand for it in answer
-        # relevance too (below), so that each text is embedded once.
-        self.answer_parts = [self.answer] if self.short else (
-            split_sentences(self.answer) or [self.answer])
-        if self.refusal or Metric.FAITHFULNESS not in self.metrics:
+        # What the answer asserts, without the wrapping of real LLM answers (markdown,
+        # citations, preambles, sentences about the passages, hedges).
+        parts = answer_parts(self.answer) if self.answer else None
+        claims = parts.statements if parts else []
+        # An evasion: nothing asserted, or every sentence evades (a hedged but
+        # committal "I'm not sure of the day, but it opened in 1889" asserts).
+        self.refusal = bool(self.answer) and not claims and (
+            (parts is not None and parts.evasive) or is_noncommittal(self.answer))
+        self.short = bool(self.question) and bool(claims) and is_short(self.answer)
+        # The answer's statements stand for it in answer relevance too (below), so
+        # that each text is embedded once.
+        self.answer_parts = [clean_line(self.answer)] if self.short else (
+            claims or [self.answer])
+        if not claims or Metric.FAITHFULNESS not in self.metrics:
             self.statements = []
         elif self.short:
-            self.statements = [framed_statement(self.question, self.answer)]
+            self.statements = [framed_statement(self.question, self.answer_parts[0])]
         else:
-            self.statements = self.answer_parts
+            self.statements = claims
         self.rarity = embedder.rarity
         self.question_parts = question_parts(self.question) \
             if Metric.CONTEXT_RELEVANCE in metrics else []
@@ -196,7 +231,9 @@ class _Record:
         self.pending = embedder.start(self.texts) if self.texts else None
         self.evidence: Evidence = build_evidence(self.contexts)
 
-    def score(self) -> Scores:
+    def _prepare(self) -> tuple[_VecFn, Vectors, FramedSupport | None]:
+        """Wait for the vectors; the context's sentence vectors and a short answer's
+        reading in the question's frame."""
         texts = self.texts
         vectors = self.pending.result() if self.pending else np.zeros((0, 0), np.float32)
         index = {t: i for i, t in enumerate(texts)}
@@ -205,17 +242,49 @@ class _Record:
             row: Vectors = vectors[index[text]]
             return row
 
+        sentence_vectors = np.stack([vec(t) for t in self.evidence.texts]) \
+            if self._context_needed() else np.zeros((0, 1), np.float32)
+        framed = framed_support(self.question, vec(self.question), self.answer_parts[0],
+                                self.evidence, sentence_vectors, self.rarity) \
+            if self.short and self._context_needed() else None
+        return vec, sentence_vectors, framed
+
+    def measure(self) -> tuple[list[Measured], dict[str, float]]:
+        """Each statement's measured evidence, as the support models read it (empty
+        when faithfulness has nothing to verify), and the answer's as a whole."""
+        vec, sentence_vectors, framed = self._prepare()
+        measured = self._measured(vec, sentence_vectors, framed)
+        return measured, self._answer_evidence(measured)
+
+    def _answer_evidence(self, measured: list[Measured]) -> dict[str, float]:
+        return answer_evidence([m.statement for m in measured] if not self.short
+                               else self.answer_parts, [m.features for m in measured],
+                               self.evidence, self.short)
+
+    def _measured(self, vec: _VecFn, sentence_vectors: Vectors,
+                  framed: FramedSupport | None) -> list[Measured]:
+        if not self.statements or not self.evidence.sentences:
+            return []
+        if self.short:
+            if framed is None:  # no content token to look for (a bare "yes")
+                return []
+            return [Measured(self.statements[0], "short", framed.features, framed.reason)]
+        units = _with_adjacent_pairs(sentence_vectors)
+        found: list[StatementEvidence] = [
+            statement_evidence(s, vec(s), self.evidence, units, self.rarity,
+                               similarity_of=self._similarity, known=self.embedder.knows)
+            for s in self.statements]
+        return [Measured(s, "statement", e.features, e.reason())
+                for s, e in zip(self.statements, found, strict=True)]
+
+    def score(self, models: SupportModels | None) -> Scores:
+        vec, sentence_vectors, framed = self._prepare()
         results: dict[Metric, MetricResult] = {}
         verdicts: tuple[StatementVerdict, ...] = ()
         kept: tuple[str, ...] = ()
-        sentence_vectors = np.stack([vec(t) for t in self.evidence.texts]) \
-            if self._context_needed() else np.zeros((0, 1), np.float32)
-        framed = framed_support(self.question, vec(self.question), self.answer, self.evidence,
-                                sentence_vectors, self.rarity) \
-            if self.short and self._context_needed() else None
-        if Metric.FAITHFULNESS in self.metrics:
+        if Metric.FAITHFULNESS in self.metrics and models is not None:
             results[Metric.FAITHFULNESS], verdicts = self._faithfulness(
-                vec, sentence_vectors, framed)
+                self._measured(vec, sentence_vectors, framed), models)
         if Metric.ANSWER_RELEVANCE in self.metrics:
             results[Metric.ANSWER_RELEVANCE] = self._answer_relevance(vec, framed)
         if Metric.CONTEXT_RELEVANCE in self.metrics:
@@ -240,26 +309,28 @@ class _Record:
                        *self.sentence_texts]
         return list(dict.fromkeys(t for t in wanted if t))
 
-    def _faithfulness(self, vec: _VecFn, sentence_vectors: Vectors,
-                      framed: FramedSupport | None
+    def _faithfulness(self, measured: list[Measured], models: SupportModels
                       ) -> tuple[MetricResult, tuple[StatementVerdict, ...]]:
+        """The fitted probability that the answer holds no unsupported statement: for
+        an answer of one statement its support, else read from its statements' fitted
+        supports and its evidence as a whole. Each statement's verdict is its
+        own support cut at one half."""
         if not self.answer:
             return MetricResult.unscored(MetricStatus.NO_ANSWER), ()
         if not self.evidence.sentences:
             return MetricResult.unscored(MetricStatus.NO_CONTEXT), ()
-        if not self.statements:
-            return MetricResult.unscored(
-                MetricStatus.NO_STATEMENTS, "the answer declines to answer"), ()
-        if framed is not None:
-            verdict = StatementVerdict(self.statements[0], framed.degree >= 0.5, framed.reason)
-            return MetricResult.scored(framed.degree), (verdict,)
-        units = _with_adjacent_pairs(sentence_vectors)
-        supports = [statement_support(s, vec(s), self.evidence, units, self.rarity,
-                                      self._similarity, self.embedder.knows)
-                    for s in self.statements]
-        verdicts = tuple(StatementVerdict(s, sup.degree >= 0.5, sup.reason)
-                         for s, sup in zip(self.statements, supports, strict=True))
-        return MetricResult.scored(float(np.mean([s.degree for s in supports]))), verdicts
+        if not measured:
+            reason = "the answer declines to answer" if self.refusal else \
+                "the answer states nothing the context could support"
+            return MetricResult.unscored(MetricStatus.NO_STATEMENTS, reason), ()
+        degrees = [(models.short if m.kind == "short" else models.statement)
+                   .probability(m.features) for m in measured]
+        verdicts = tuple(StatementVerdict(m.statement, d >= 0.5, f"support {d:.2f}: {m.reason}")
+                         for m, d in zip(measured, degrees, strict=True))
+        if len(degrees) == 1:  # one statement: its support is the answer's
+            return MetricResult.scored(degrees[0]), verdicts
+        answer = with_supports(self._answer_evidence(measured), degrees)
+        return MetricResult.scored(models.answer.probability(answer)), verdicts
 
     def _similarity(self, first: str, second: str) -> float:
         """Cosine of two short texts found only while scoring (a second, small call

@@ -70,6 +70,7 @@ VAGUE_CJK = re.compile("很多|一些|某些|某种|某个|有人|许多|各种|
 # statement about the world, which the context may or may not support.
 _NONCOMMITTAL = re.compile(
     r"\b(i\s+(do\s+not|don't|dont)\s+know|i\s+am\s+not\s+sure|i'm\s+not\s+sure|not\s+sure"
+    r"|not\s+(?:entirely\s+|completely\s+)?certain"
     r"|no\s+idea|cannot\s+(answer|say|tell|determine|find)|can't\s+(answer|say|tell|find)"
     r"|unable\s+to\s+(answer|determine|find|say)|no\s+information|not\s+enough\s+information"
     r"|insufficient\s+information|does\s+not\s+(say|mention|contain)"
@@ -134,8 +135,24 @@ CJK_NUMERALS = frozenset("一二两三四五六七八九十百千万亿")
 
 
 def expectations(question: str) -> frozenset[Expects]:
-    """The answer types a question asks for; several for compound questions."""
-    return frozenset(kind for pattern, kind in _EXPECTATIONS if pattern.search(question))
+    """The answer types a question asks for; several for compound questions ("When was
+    it built, and who designed it?"). A question word inside a relative clause ("the
+    city where he was born") asks for nothing: only the first one of each part counts."""
+    kinds: set[Expects] = set()
+    for part in _PART_BREAK.split(question):
+        first = _QUESTION_WORD.search(part)
+        at = first.start() if first else 0
+        kinds.update(kind for pattern, kind in _EXPECTATIONS
+                     if (m := pattern.search(part)) and m.start() <= at < max(m.end(), at + 1))
+    return frozenset(kinds)
+
+
+# The first of these opens what a question asks ("What is the population of the city
+# where ...": "what", not "where"); CJK questions have no such order to read.
+_QUESTION_WORD = re.compile(
+    r"\b(what|which|who|whom|whose|when|where|how|why|wer|wem|wen|wessen|was|wann|wo|woher"
+    r"|wie|welche[rsmn]?|warum|qui|que|quoi|quel(?:le)?s?|quand|où|comment|combien|pourquoi"
+    r"|quién|qué|cuándo|dónde|cómo|cuánt[oa]s?|cuál|por\s+qué)\b", re.IGNORECASE)
 
 
 _ALTERNATIVES = re.compile(

@@ -1,20 +1,16 @@
-"""The three metrics, approximated from sentence embeddings and token grounding.
+"""Answer relevance and context relevance, approximated from sentence embeddings
+and token grounding (faithfulness: ``features`` and ``support_model``).
 
-Each per-item judgement (a statement supported, a context sentence needed) is a
-degree in [0, 1] rather than a yes/no, and a metric is the mean degree: the expected
-share of supported statements or needed sentences. Verdicts shown to the user are
-those degrees cut at one half.
+Each per-item judgement (a context sentence needed) is a degree in [0, 1] rather than
+a yes/no, and a metric is the mean degree: the expected share of needed sentences.
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 
 import numpy as np
 
-from ragas_trace.judges.local.comparisons import reversed_comparisons
 from ragas_trace.judges.local.embedder import Vectors
 from ragas_trace.judges.local.evidence import PAIR_DISCOUNT, Evidence, with_antecedents
 from ragas_trace.judges.local.lexicon import (
@@ -25,15 +21,12 @@ from ragas_trace.judges.local.lexicon import (
     alternatives,
     expectations,
 )
-from ragas_trace.judges.local.negation import is_negated
-from ragas_trace.judges.local.substitution import substitutions
 from ragas_trace.judges.local.tokens import (
     Kind,
     RarityFn,
     Token,
     Vocabulary,
     clause_groups,
-    clauses,
     content_tokens,
     normalise,
     vague_count,
@@ -42,43 +35,16 @@ from ragas_trace.judges.local.tokens import (
 
 # Cosine similarities of all-MiniLM-L6-v2: paraphrases sit above ~0.65, text on the
 # same topic around 0.3 to 0.5, unrelated text below 0.2.
-SIM_FLOOR, SIM_FULL = 0.30, 0.65
 NEED_FLOOR, NEED_FULL = 0.30, 0.60
 ANSWER_FLOOR, ANSWER_FULL = 0.20, 0.70
-MISSING_FACT_FACTOR = 0.25  # per number or name absent from the context
-# Per unit of rarity weight of the statement's words absent from the context: an
-# invented word counts however long the sentence around it ("... which began in the
-# reign of Charles" for "... in 911") - a share of all words would dilute it.
-MISSING_WORD_FACTOR = 0.8
-# A statement whose every content token the context holds is supported to this degree
-# at least, however its relations fare (embedding, placement): so that a statement with
-# something the context lacks never outranks it, as with the plain share of grounded
-# words, which is hard to beat where hallucinations bring in new facts.
-GROUNDED_FLOOR = 0.3
 # An invented name or number must not make an answer look more to the point than the
 # grounded one it replaces: a mild discount each (faithfulness judges it in full).
 UNSUPPORTED_FACT_FACTOR = 0.8
 VAGUE_FACTOR = 0.75  # per placeholder word ("someone", "something") in an answer
 UNMET_EXPECTATION_FACTOR = 0.5  # a "when" question answered without any date...
-# Words put in place of the followed context sentence's own: below this cosine between
-# the two spans another fact (a missing fact's discount), above the next a paraphrase.
-# Out of context single words are far apart even when synonyms ("held" and "take
-# place" 0.35 to 0.47), other facts further ("storm" and "difficulty" under 0.3).
-CHANGED_BELOW, PARAPHRASE_ABOVE = 0.25, 0.40
-# On words the model knows only as pieces (most German, French and Spanish ones,
-# Chinese) its cosines are compressed noise (unrelated spans reach 0.45): there only
-# a near match is a paraphrase.
-UNKNOWN_SHIFT = 0.25
-_WORD = re.compile(r"[^\W\d_]+")
 LEXICAL_WEIGHT = 0.2  # share of the question's terms a context sentence contains
 LACKS_EXPECTED_PENALTY = 0.15  # a sentence without the kind of fact the question asks
 RELATIVE_FLOOR, RELATIVE_FULL = 0.30, 0.10  # needed: within 0.1 of the best sentence
-
-
-@dataclass(frozen=True, slots=True)
-class Support:
-    degree: float
-    reason: str
 
 
 def _ramp(value: float, low: float, high: float) -> float:
@@ -91,118 +57,6 @@ def _weighted(tokens: Sequence[Token], rarity: RarityFn) -> float:
 
 SimilarityFn = Callable[[str, str], float]
 KnownFn = Callable[[str], bool]
-
-
-def statement_support(
-    statement: str, vector: Vectors, evidence: Evidence, units: Vectors, rarity: RarityFn,
-    similarity_of: SimilarityFn | None = None, known: KnownFn | None = None,
-) -> Support:
-    """How far the context supports one statement: closeness to the nearest context
-    sentence (or pair of adjacent sentences), times the share of its content words
-    found in the context, divided down for each number or name the context lacks, for
-    facts that occur only in sentences about something else, and for words put in
-    place of other words of the context sentence the statement follows, unless
-    ``similarity_of`` (the cosine of two short texts) finds them alike in meaning;
-    ``known`` tells the words the model knows whole, whose cosines mean more."""
-    similarities = units @ vector
-    nearest = int(np.argmax(similarities)) if len(units) else -1
-    similarity = float(similarities[nearest]) if len(units) else 0.0
-    closeness = _ramp(similarity, SIM_FLOOR, SIM_FULL)
-    # The nearest unit is one sentence or, past the sentences, a pair of neighbours.
-    n = len(evidence.sentences)
-    near_text = evidence.sentences[nearest].text if 0 <= nearest < n else " ".join(
-        s.text for s in evidence.sentences[nearest - n:nearest - n + 2])
-    denies = nearest >= 0 and is_negated(statement) != is_negated(near_text)
-    tokens = content_tokens(statement)
-    missing = [t for t in tokens if t not in evidence.vocabulary]
-    missing_facts = [t for t in missing if t.kind is not Kind.WORD]
-    total = _weighted(tokens, rarity)
-    coverage = 1.0 - _weighted([t for t in missing if t.kind is Kind.WORD], rarity) / total \
-        if total else 1.0
-    placement, misplaced = _placement(statement, tokens, missing, evidence, rarity)
-    turned = [name for clause in clauses(statement)
-              for name in reversed_comparisons(clause, evidence.comparisons)]
-    missing_words = [t for t in missing if t.kind is Kind.WORD]
-    changed = []
-    if similarity_of is not None:
-        for swap in substitutions(statement, tokens, missing, evidence):
-            alike = similarity_of(swap.said, swap.instead)
-            if known is not None and not all(
-                    known(w) for w in _WORD.findall(f"{swap.said} {swap.instead}")):
-                alike -= UNKNOWN_SHIFT
-            if alike < PARAPHRASE_ABOVE:
-                changed.append((swap, alike))
-    # Another fact in the sentence's place counts as a missing one, a near synonym not.
-    changes = float(np.prod([
-        MISSING_FACT_FACTOR + (1.0 - MISSING_FACT_FACTOR)
-        * _ramp(alike, CHANGED_BELOW, PARAPHRASE_ABOVE) for _, alike in changed]))
-    # A misplaced fact, a reversed comparison or a denial is evidence against the
-    # statement, not a weak relation: it discounts the whole degree.
-    degree = supported_degree(grounding(coverage, missing_facts, missing_words, rarity),
-                              closeness) \
-        * placement * MISSING_FACT_FACTOR ** (len(turned) + denies) * changes
-    parts = [f"closest context similarity {similarity:.2f}"]
-    if denies:
-        parts.append("the closest context sentence "
-                     + ("affirms what it denies" if is_negated(statement) else
-                        "denies what it affirms"))
-    if missing_facts:
-        parts.append("not in the context: " + ", ".join(t.text for t in missing_facts))
-    if coverage < 1.0:
-        parts.append(f"{coverage:.0%} of its content words are in the context")
-    if changed:
-        parts.append("says " + ", ".join(f'"{swap.said}" where the context says '
-                                         f'"{swap.instead}"' for swap, _ in changed))
-    if turned:
-        parts.append("the context compares the other way round: " + ", ".join(turned))
-    if misplaced:
-        parts.append("in the context only in sentences about something else: "
-                     + ", ".join(misplaced))
-    return Support(degree, "; ".join(parts))
-
-
-def grounding(coverage: float, missing_facts: Sequence[Token], missing_words: Sequence[Token],
-              rarity: RarityFn) -> float:
-    """How far the context holds a statement's content tokens (1.0: all of them):
-    the share of its words found, divided down for each absent name or number and by
-    the rarity of each absent word."""
-    return float(coverage * MISSING_FACT_FACTOR ** len(missing_facts)
-                 * MISSING_WORD_FACTOR ** _weighted(missing_words, rarity))
-
-
-def supported_degree(grounded: float, relation: float) -> float:
-    """A statement's support: its grounding, times how well its relations hold
-    (``relation``, in [0, 1]) above ``GROUNDED_FLOOR``."""
-    return grounded * (GROUNDED_FLOOR + (1.0 - GROUNDED_FLOOR) * relation)
-
-
-def _placement(
-    statement: str, tokens: Sequence[Token], missing: Sequence[Token], evidence: Evidence,
-    rarity: RarityFn,
-) -> tuple[float, list[str]]:
-    """For the statement's worst-placed fact, how well the context sentence that holds
-    the fact also holds the rest of the clause. Catches facts borrowed from elsewhere in
-    the context ("Gray was granted the patent" when the context grants it to Bell)."""
-    missing_keys = {t.key for t in missing}
-    degrees: list[float] = []
-    misplaced: list[str] = []
-    for clause in clause_groups(statement, tokens):
-        grounded = [t for t in clause if t.key not in missing_keys]
-        for fact in (t for t in grounded if t.kind is not Kind.WORD):
-            others = [t for t in grounded if t.key != fact.key]
-            total = _weighted(others, rarity)
-            if not total:
-                continue
-            best = max(
-                (_weighted([o for o in others if o in s.vocabulary], rarity) / total
-                 for s in evidence.sentences if fact in s.vocabulary),
-                default=0.0,
-            )
-            degree = min(1.0, 2.0 * best)  # half the clause beside the fact is enough
-            degrees.append(degree)
-            if degree < 0.5:
-                misplaced.append(fact.text)
-    return min(degrees, default=1.0), misplaced
 
 
 def answer_relevance(
@@ -224,7 +78,9 @@ def answer_relevance(
            and not CJK_FUNCTION_CHARS.intersection(t.text)]
     supported = new if grounded is None else [t for t in new if t in grounded]
     invented = [t for t in new if t.kind is not Kind.WORD and t not in supported]
-    new_weight = _weighted(supported, rarity)
+    # A capitalised word names something ("Paris is the capital ..."): it weighs as a
+    # name even where it opens the sentence, which keeps it from the name kind.
+    new_weight = sum(1.0 if t.text[:1].isupper() else weight(t, rarity) for t in supported)
     informativeness = new_weight / (new_weight + 1.0)
     options = alternatives(question)
     chooses = options is not None and _chooses(answer, answer_tokens, options)

@@ -1,0 +1,220 @@
+"""The local judge's faithfulness on labelled answers, per data set, beside the
+lexical baseline and a length control measured in the same run.
+
+Development sets (RAGTruth summarisation and data-to-text, HaluEval QA, the public
+dev pairs) are the ones the support models are fitted on: their judge figures are
+cross-validated by source (each answer scored by models fitted on the folds that do
+not hold its passage; ``tools/fit_local_judge.py``). Held-out sets (the public
+held-out pairs, the development-style cases) were never fitted on: they are scored
+end to end by the shipped judge.
+
+Per data set: pairwise agreement (a clean answer scores higher than a hallucinated
+one to the same question over the same passages; ties count half), AUROC of
+1 - faithfulness for "hallucinated", and at the shipped threshold the share of clean
+answers that pass and of hallucinated answers that fail. Answers the judge leaves
+unscored (nothing checkable, e.g. a refusal) count as neither passing nor failing
+and are left out of the rankings; their number is reported.
+
+Baselines: ``lexical``, the share of the answer's content words found in the
+passages; ``length``, shorter answers score higher (HaluEval is dominated by it).
+
+    python bench/local_judge_report.py [--features /tmp/features.json] [--threads 2]
+
+Reads ``../shared/data`` (or ``$RAGAS_TRACE_SHARED_DATA``); says so and exits 2 when
+it is absent.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections import defaultdict
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+TOOLS = Path(__file__).resolve().parents[1] / "tools"
+sys.path.insert(0, str(TOOLS))
+from fit_local_judge import cross_validated, load, measure, save  # noqa: E402
+from judge_data import Answer, development, held_out, shared_data, words  # noqa: E402
+
+from ragas_trace.judges.local import Embedder, LocalJudge  # noqa: E402
+from ragas_trace.judges.local.lexicon import STOPWORDS  # noqa: E402
+from ragas_trace.judges.local.support_model import load_models  # noqa: E402
+from ragas_trace.results import Metric  # noqa: E402
+from results_file import write_results  # noqa: E402
+
+Scores = dict[str, float | None]
+
+
+def lexical(a: Answer) -> float:
+    own = {w for w in words(a.answer) if w not in STOPWORDS}
+    context = set(words(" ".join(a.contexts)))
+    return len(own & context) / len(own) if own else 0.0
+
+
+def length(a: Answer) -> float:
+    return 1.0 / (1.0 + len(words(a.answer)))
+
+
+def pairwise(answers: Sequence[Answer], scores: Scores) -> tuple[float, int]:
+    by_pair: dict[str, list[Answer]] = defaultdict(list)
+    for a in answers:
+        if scores[a.id] is not None:
+            by_pair[a.pair].append(a)
+    points = []
+    for members in by_pair.values():
+        for good in (a for a in members if not a.hallucinated):
+            for bad in (a for a in members if a.hallucinated):
+                g, b = scores[good.id], scores[bad.id]
+                assert g is not None and b is not None
+                points.append(1.0 if g > b else 0.5 if g == b else 0.0)
+    return (sum(points) / len(points) if points else float("nan")), len(points)
+
+
+def auroc(answers: Sequence[Answer], scores: Scores) -> float:
+    """The probability that a hallucinated answer scores below a clean one (ties half),
+    by ranks."""
+    rows = [(s, a.hallucinated) for a in answers if (s := scores[a.id]) is not None]
+    bad = sum(1 for _, h in rows if h)
+    good = len(rows) - bad
+    if not bad or not good:
+        return float("nan")
+    ordered = sorted(rows, key=lambda r: r[0])
+    rank_sum, i = 0.0, 0
+    while i < len(ordered):
+        j = i
+        while j < len(ordered) and ordered[j][0] == ordered[i][0]:
+            j += 1
+        mid = (i + j + 1) / 2  # ranks i+1..j share their mean
+        rank_sum += mid * sum(1 for r in ordered[i:j] if not r[1])
+        i = j
+    return (rank_sum - good * (good + 1) / 2) / (good * bad)
+
+
+def at_threshold(answers: Sequence[Answer], scores: Scores, threshold: float
+                 ) -> dict[str, float]:
+    clean = [scores[a.id] for a in answers if not a.hallucinated]
+    bad = [scores[a.id] for a in answers if a.hallucinated]
+    return {
+        "clean_pass": sum(1 for s in clean if s is not None and s >= threshold)
+        / max(1, len(clean)),
+        "hallucinated_fail": sum(1 for s in bad if s is not None and s < threshold)
+        / max(1, len(bad)),
+        "unscored": sum(1 for s in clean + bad if s is None),
+    }
+
+
+def shipped(answers: Sequence[Answer], threads: int) -> Scores:
+    judge = LocalJudge(embedder=Embedder(threads=threads, cache_size=50_000))
+    judge.load()
+
+    def one(a: Answer) -> float | None:
+        result = judge.evaluate_sync(a.question, list(a.contexts), a.answer,
+                                     frozenset({Metric.FAITHFULNESS}))
+        return result.results[Metric.FAITHFULNESS].value
+
+    with ThreadPoolExecutor(threads) as pool:
+        return dict(zip((a.id for a in answers), pool.map(one, answers), strict=True))
+
+
+def report_set(answers: Sequence[Answer], judge: Scores, threshold: float
+               ) -> dict[str, Any]:
+    baselines: dict[str, Callable[[Answer], float]] = {"lexical": lexical, "length": length}
+    out: dict[str, Any] = {"answers": len(answers),
+                           "hallucinated": sum(1 for a in answers if a.hallucinated)}
+    for name, scores in [("judge", judge)] + [
+            (n, {a.id: f(a) for a in answers}) for n, f in baselines.items()]:
+        agreement, pairs = pairwise(answers, scores)
+        out[name] = {"pairwise": round(agreement, 4), "pairs": pairs,
+                     "auroc": round(auroc(answers, scores), 4)}
+    out["judge"] |= {k: round(v, 4) for k, v in at_threshold(answers, judge, threshold).items()}
+    return out
+
+
+def verbatim_pass(answers: Sequence[Answer], scores: Scores, threshold: float) -> dict[str, Any]:
+    """HaluEval's right answers that are spans of their passage: share passing."""
+    spans = [a for a in answers if not a.hallucinated and a.dataset == "halueval"
+             and " ".join(words(a.answer)) in " ".join(words(" ".join(a.contexts)))]
+    passing = sum(1 for a in spans if (s := scores[a.id]) is not None and s >= threshold)
+    return {"answers": len(spans), "pass": round(passing / max(1, len(spans)), 4),
+            "reach_half": round(sum(1 for a in spans if (s := scores[a.id]) is not None
+                                    and s >= 0.5) / max(1, len(spans)), 4)}
+
+
+def figures(report: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    out: dict[str, dict[str, Any]] = {}
+    for name, r in report["sets"].items():
+        held = r["part"] == "held out"
+        how = "held out, shipped judge" if held else "cross-validated by source"
+        j, lex, ln = r["judge"], r["lexical"], r["length"]
+        out[f"{name}:pairwise"] = {
+            "value": j["pairwise"], "baseline": lex["pairwise"], "length": ln["pairwise"],
+            "pairs": j["pairs"],
+            "label": f"Local judge faithfulness, {name} ({how}): pairwise agreement",
+            "baseline_label": "lexical overlap, same pairs, same run"}
+        out[f"{name}:auroc"] = {
+            "value": j["auroc"], "baseline": lex["auroc"], "length": ln["auroc"],
+            "label": f"Local judge faithfulness, {name} ({how}): AUROC for hallucinated",
+            "baseline_label": "lexical overlap, same answers, same run"}
+        out[f"{name}:clean_pass"] = {
+            "value": j["clean_pass"], "unit": "share",
+            "label": f"{name} ({how}): clean answers passing at the shipped threshold "
+                     f"{report['threshold']}"}
+        out[f"{name}:hallucinated_fail"] = {
+            "value": j["hallucinated_fail"], "unit": "share",
+            "label": f"{name} ({how}): hallucinated answers failing at the shipped "
+                     f"threshold {report['threshold']}"}
+    v = report["halueval_verbatim"]
+    out["halueval:verbatim_pass"] = {
+        "value": v["pass"], "unit": "share",
+        "label": f"HaluEval right answers that are spans of their passage ({v['answers']}), "
+                 "passing at the shipped threshold (cross-validated)"}
+    return out
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--features", type=Path,
+                        help="cache of the development sets' measured features")
+    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--no-write", action="store_true", help="print only")
+    args = parser.parse_args()
+    data = shared_data()
+    if data is None:
+        print("no ../shared/data beside this checkout (set $RAGAS_TRACE_SHARED_DATA): "
+              "nothing to measure", file=sys.stderr)
+        return 2
+    if args.features and args.features.exists():
+        measured = load(args.features)
+    else:
+        measured = measure(development(data), args.threads)
+        if args.features:
+            save(measured, args.features)
+    threshold = load_models().thresholds["faithfulness"]
+    dev_answers = [m.answer for m in measured]
+    dev_scores = cross_validated(measured)
+    held = held_out()
+    held_scores = shipped(held, args.threads)
+    sets: dict[str, Any] = {}
+    for part, answers, scores in (("development", dev_answers, dev_scores),
+                                  ("held out", held, held_scores)):
+        for name in sorted({a.dataset for a in answers}):
+            members = [a for a in answers if a.dataset == name]
+            sets[name] = {"part": part} | report_set(members, scores, threshold)
+    real = [a for a in dev_answers if a.dataset.startswith("ragtruth")]
+    sets["ragtruth (both tasks)"] = {"part": "development"} | report_set(
+        real, dev_scores, threshold)
+    report = {"threshold": threshold, "sets": sets,
+              "halueval_verbatim": verbatim_pass(dev_answers, dev_scores, threshold)}
+    print(json.dumps(report, indent=1))
+    if not args.no_write:
+        write_results("local_judge_report", figures(report),
+                      command="python bench/local_judge_report.py")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

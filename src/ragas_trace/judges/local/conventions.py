@@ -1,0 +1,144 @@
+"""What real LLM answers wrap their statements in, removed before the statements are
+judged: markdown (headings, list markers, emphasis), citations of the passages
+("[2]", "(Passage 3)"), lead-ins about the passages ("Based on the provided
+passages, ..."), sentences about the answer or the passages themselves ("Here is a
+summary:", "I hope this helps", "The passages do not mention ...") and hedges in
+front of a substantive answer ("I'm not certain, but ...").
+
+None of these is a statement about the world for the context to support: the
+paper's first step, an LLM listing the answer's statements, leaves them out too.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from ragas_trace.judges.local.lexicon import is_noncommittal
+from ragas_trace.judges.local.tokens import content_tokens
+from ragas_trace.metrics.sentences import split_sentences
+
+_SOURCE = (r"(?:passages?|documents?|docs?|sources?|contexts?|texts?|articles?|excerpts?"
+           r"|snippets?|references?|search results?|results?|information|data|json"
+           r"|(?:structured\s+)?data|records?|reviews?|news|report|given\s+\w+)")
+_MARKDOWN_LINE = re.compile(r"^\s*(?:#{1,6}\s+|>\s*|[-*•·▪‣]\s+|\(?\d{1,2}[.)]\s+|[a-z][.)]\s+)")
+_EMPHASIS = re.compile(r"\*\*|__|`+|(?<!\w)\*(?=\S)|(?<=\S)\*(?!\w)")
+_CITATION = re.compile(
+    r"\s*\[(?:\d+|[a-z]?\d+(?:\s*[,–-]\s*\d+)*|(?:passage|source|doc(?:ument)?)\s*\d+)\]"
+    r"|\s*\((?:see\s+)?(?:passages?|sources?|docs?|documents?|refs?|contexts?)\.?\s*\d+"
+    r"(?:\s*(?:,|and|&|–|-)\s*\d+)*\)",
+    re.IGNORECASE)
+_LEAD_IN = re.compile(
+    r"^(?:(?:sure|certainly|of course|absolutely|okay|ok|yes|great)[,!.]\s+)?"
+    r"(?:(?:based|drawing)\s+(?:solely\s+|only\s+|entirely\s+)?on|according\s+to|as\s+"
+    r"(?:stated|mentioned|described|noted|shown)\s+in|from|per|in|using)\s+(?:the\s+|these\s+|this\s+"
+    r"|all\s+the\s+|each\s+)?(?:(?:provided|given|above|available|retrieved|supplied|following"
+    r"|relevant|three|two|first|second|third|\d)\s+)*" + _SOURCE
+    + r"(?:\s+\d+)?(?:\s+(?:provided|given|above|you\s+(?:provided|gave)))?"
+    r"(?:\s*\([^)]*\))?\s*[,:]\s*",
+    re.IGNORECASE)
+_CITED_LEAD_IN = re.compile(
+    r"^(?:(?:as\s+)?(?:passage|source|document)\s+\d+\s+(?:says|states|mentions|notes"
+    r"|explains|indicates)(?:\s+that)?|(?:passage|source|document)\s+\d+\s*:)\s*",
+    re.IGNORECASE)
+_OPENER = re.compile(r"^(?:sure|certainly|of course|absolutely|okay|ok|great)[,!.]*\s*",
+                     re.IGNORECASE)
+# Whole sentences about the answer, the conversation or the passages themselves.
+_META = re.compile(
+    r"^(?:here(?:\s+is|\s+are|'s|’s)|below\s+(?:is|are)|the\s+following\s+(?:is|are))\b"
+    r"|\b(?:i\s+hope\s+(?:this|that|it)\s+helps|let\s+me\s+know|feel\s+free\s+to"
+    r"|if\s+you\s+have\s+(?:any\s+)?(?:other|further|more)\s+questions|hope\s+this\s+helps"
+    r"|i\s+(?:would|'d)\s+(?:be\s+happy|recommend\s+(?:checking|consulting|verifying)))\b"
+    r"|^(?:(?:in\s+)?summary|to\s+summari[sz]e|overall|in\s+conclusion)\s*[:.]?\s*$"
+    r"|^(?:the\s+|these\s+|this\s+)?(?:provided\s+|given\s+|above\s+)*" + _SOURCE
+    + r"(?:\s+\d+)?\s+(?:do(?:es)?\s+not|don't|doesn't|did\s+not|didn't|fail\s+to|fails\s+to)"
+    r"\s+(?:\w+\s+)?(?:mention|provide|specify|say|contain|include|state|give|offer|address"
+    r"|discuss|indicate)"
+    r"|^there\s+is\s+no\s+(?:mention|information|indication)\b"
+    r"|^(?:no|not\s+enough)\s+(?:specific\s+)?information\s+(?:is|was)\s+(?:provided|given"
+    r"|available)",
+    re.IGNORECASE)
+_HEDGE_BUT = re.compile(r"^.*?\b(?:but|however|though)\b[,\s]*", re.IGNORECASE)
+_INTRO_COLON = re.compile(r"^(?:here(?:\s+is|\s+are|'s|’s)|below\s+(?:is|are)|the\s+following\s+"
+                          r"(?:is|are))\b[^:]{0,120}:\s*(?=\S)", re.IGNORECASE)
+_SUMMARY_LEAD = re.compile(r"^(?:in\s+summary|to\s+summari[sz]e|overall|in\s+conclusion"
+                           r"|in\s+short|in\s+brief)\s*,\s*", re.IGNORECASE)
+MAX_HEADING_WORDS = 6
+
+
+@dataclass(frozen=True, slots=True)
+class AnswerParts:
+    statements: list[str]  # what the answer asserts, cleaned of its wrapping
+    dropped: int  # sentences that assert nothing about the world (meta, hedges)
+    evasive: bool  # some dropped sentence evades the question or says the passages lack it
+
+
+def clean_line(text: str) -> str:
+    """A sentence without markdown and citations."""
+    text = _MARKDOWN_LINE.sub("", text)
+    text = _EMPHASIS.sub("", text)
+    text = _CITATION.sub("", text)
+    return re.sub(r"\s{2,}", " ", text).strip()
+
+
+def answer_parts(answer: str) -> AnswerParts:
+    """The answer's statements: its sentences and list items, cleaned, without the
+    sentences that say nothing about the world."""
+    statements: list[str] = []
+    dropped = 0
+    evasive = False
+    for raw in split_sentences(answer):
+        sentence = clean_line(raw)
+        if not sentence:
+            continue
+        sentence = _strip_lead_ins(sentence)
+        if not sentence:
+            dropped += 1
+            continue
+        if _is_heading(raw, sentence) or _META.search(sentence):
+            dropped += 1
+            evasive = evasive or (bool(_META.search(sentence)) and _says_lacking(sentence))
+            continue
+        if is_noncommittal(sentence):
+            rest = _HEDGE_BUT.sub("", sentence, count=1) if _HEDGE_BUT.search(sentence) else ""
+            if rest and rest != sentence and len(content_tokens(rest)) >= 2 \
+                    and not is_noncommittal(rest):
+                statements.append(rest[0].upper() + rest[1:])
+                continue
+            dropped += 1
+            evasive = True
+            continue
+        if content_tokens(sentence):
+            statements.append(sentence)
+        else:
+            dropped += 1
+    return AnswerParts(statements, dropped, evasive)
+
+
+def _strip_lead_ins(sentence: str) -> str:
+    before = None
+    while before != sentence:
+        before = sentence
+        for pattern in (_INTRO_COLON, _LEAD_IN, _CITED_LEAD_IN, _SUMMARY_LEAD):
+            stripped = pattern.sub("", sentence, count=1)
+            if stripped != sentence and stripped:
+                sentence = stripped[0].upper() + stripped[1:]
+        if _OPENER.match(sentence):
+            rest = _OPENER.sub("", sentence)
+            sentence = rest[0].upper() + rest[1:] if rest else ""
+    return sentence
+
+
+def _is_heading(raw: str, sentence: str) -> bool:
+    """A markdown heading or a short label line ("Amenities:") that introduces a list."""
+    stripped = raw.strip()
+    words = sentence.rstrip(":").split()
+    if stripped.startswith("#") and len(words) <= MAX_HEADING_WORDS:
+        return True
+    return sentence.endswith(":") and len(words) <= MAX_HEADING_WORDS
+
+
+def _says_lacking(sentence: str) -> bool:
+    return not re.match(r"^(?:here|below|the\s+following)\b", sentence, re.IGNORECASE) and \
+        not re.search(r"\b(?:hope|let\s+me|feel\s+free|happy|questions)\b", sentence,
+                      re.IGNORECASE)

@@ -1,0 +1,314 @@
+"""What the context says about one statement, measured: the evidence a fitted model
+(``support_model``) turns into the statement's degree of support.
+
+Each measurement is one named feature: closeness of the statement's embedding to
+the nearest context sentence or pair of neighbours, how much of its content the
+context holds (in the whole context, and within the one sentence or pair that holds
+most of it), names and numbers the context lacks or holds only rounded or
+converted, a denial where the nearest sentence affirms, a comparison turned round,
+facts found only in sentences about something else, and words put in place of the
+followed sentence's own. How they combine is fitted on labelled public data
+(``tools/fit_local_judge.py``), not set by hand.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import re
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ragas_trace.judges.local.comparisons import reversed_comparisons
+from ragas_trace.judges.local.embedder import Vectors
+from ragas_trace.judges.local.evidence import Evidence, plain_words
+from ragas_trace.judges.local.negation import is_negated
+from ragas_trace.judges.local.numbers import near, parts, same_clock, value
+from ragas_trace.judges.local.substitution import substitutions
+from ragas_trace.judges.local.tokens import (
+    Kind,
+    RarityFn,
+    Token,
+    clause_groups,
+    clauses,
+    content_tokens,
+    vague_count,
+    weight,
+)
+
+# On words the model knows only as pieces (most German, French and Spanish ones,
+# Chinese) its cosines are compressed noise: a substitution's two spans count as
+# alike only when their cosine clears this much more.
+UNKNOWN_SHIFT = 0.25
+_WORD = re.compile(r"[^\W\d_]+")
+RARE = 0.6  # a word of this rarity or more is a content word of its own
+
+STATEMENT_FEATURES = (
+    "similarity", "sentence_similarity", "coverage", "local_coverage", "local_facts",
+    "missing_names", "missing_numbers", "approximate_numbers", "missing_word_weight",
+    "log_tokens", "placement", "reversed", "denies", "denies_near", "changed",
+    "change_similarity", "vague", "similarity_x_coverage", "local_x_similarity",
+    "exact_coverage", "bigram_share",
+    "rare_missing", "field_conflicts", "field_matches",
+)
+
+SimilarityFn = Callable[[str, str], float]
+KnownFn = Callable[[str], bool]
+
+
+@dataclass(frozen=True, slots=True)
+class StatementEvidence:
+    """A statement's features, and what a reason names."""
+
+    features: dict[str, float]
+    similarity: float
+    denies: bool = False
+    negated: bool = False
+    conflicts: tuple[str, ...] = ()  # yes / no fields of the context it contradicts
+    missing_facts: tuple[str, ...] = ()
+    approximate: tuple[str, ...] = ()
+    coverage: float = 1.0
+    changed: tuple[tuple[str, str], ...] = ()
+    reversed: tuple[str, ...] = ()
+    misplaced: tuple[str, ...] = field(default=())
+
+    def reason(self) -> str:
+        parts = [f"closest context similarity {self.similarity:.2f}"]
+        if self.denies:
+            parts.append("the closest context sentence "
+                         + ("affirms what it denies" if self.negated else
+                            "denies what it affirms"))
+        if self.conflicts:
+            parts.append("the context's fields say otherwise: " + ", ".join(self.conflicts))
+        if self.missing_facts:
+            parts.append("not in the context: " + ", ".join(self.missing_facts))
+        if self.approximate:
+            parts.append("only rounded or converted in the context: "
+                         + ", ".join(self.approximate))
+        if self.coverage < 1.0:
+            parts.append(f"{self.coverage:.0%} of its content words are in the context")
+        if self.changed:
+            parts.append("says " + ", ".join(f'"{said}" where the context says "{instead}"'
+                                             for said, instead in self.changed))
+        if self.reversed:
+            parts.append("the context compares the other way round: "
+                         + ", ".join(self.reversed))
+        if self.misplaced:
+            parts.append("in the context only in sentences about something else: "
+                         + ", ".join(self.misplaced))
+        return "; ".join(parts)
+
+
+def _weighted(tokens: Sequence[Token], rarity: RarityFn) -> float:
+    return sum(weight(t, rarity) for t in tokens)
+
+
+def statement_evidence(
+    statement: str, vector: Vectors, evidence: Evidence, units: Vectors, rarity: RarityFn,
+    *, similarity_of: SimilarityFn | None = None, known: KnownFn | None = None,
+    paraphrase_above: float = 0.40,
+) -> StatementEvidence:
+    """Measure what the context holds of ``statement`` (``units``: the context's
+    sentence vectors followed by one per pair of neighbours)."""
+    similarities = units @ vector if len(units) else np.zeros(0, np.float32)
+    n = len(evidence.sentences)
+    nearest = int(np.argmax(similarities)) if len(units) else -1
+    similarity = float(similarities[nearest]) if len(units) else 0.0
+    sentence_similarity = float(np.max(similarities[:n])) if n else 0.0
+    near_text = "" if nearest < 0 else evidence.sentences[nearest].text if nearest < n \
+        else " ".join(s.text for s in evidence.sentences[nearest - n:nearest - n + 2])
+    negated = is_negated(statement)
+    denies = nearest >= 0 and negated != is_negated(near_text)
+    tokens = content_tokens(statement)
+    missing = [t for t in tokens if t not in evidence.vocabulary]
+    context_numbers = [v for v in (value(k) for k in evidence.vocabulary.keys) if v is not None]
+    clock = {p for k in evidence.vocabulary.keys if k[:1].isdigit() for p in parts(k)}
+    approximate = [t for t in missing if t.kind is Kind.NUMBER
+                   and (near(t.key, context_numbers) or same_clock(t.key, clock))]
+    approx_keys = {t.key for t in approximate}
+    missing_numbers = [t for t in missing if t.kind is Kind.NUMBER and t.key not in approx_keys]
+    missing_names = [t for t in missing if t.kind is Kind.NAME]
+    missing_words = [t for t in missing if t.kind is Kind.WORD]
+    total = _weighted(tokens, rarity)
+    coverage = 1.0 - _weighted(missing_words, rarity) / total if total else 1.0
+    local, local_facts = _local_coverage(tokens, evidence, rarity)
+    placement, misplaced = _placement(tokens, missing, evidence, statement, rarity)
+    turned = [name for clause in clauses(statement)
+              for name in reversed_comparisons(clause, evidence.comparisons)]
+    changed: list[tuple[str, str]] = []
+    change_similarity = 1.0
+    if similarity_of is not None:
+        for swap in substitutions(statement, tokens, missing, evidence):
+            alike = similarity_of(swap.said, swap.instead)
+            if known is not None and not all(
+                    known(w) for w in _WORD.findall(f"{swap.said} {swap.instead}")):
+                alike -= UNKNOWN_SHIFT
+            if alike < paraphrase_above:
+                changed.append((swap.said, swap.instead))
+                change_similarity = min(change_similarity, alike)
+    conflicts, matches = _fields(statement, tokens, evidence)
+    plain = plain_words(statement)
+    pairs = list(itertools.pairwise(plain))
+    features = {
+        "exact_coverage": (sum(1 for w in plain if w in evidence.words) / len(plain)
+                           if plain else 1.0),
+        "bigram_share": (sum(1 for b in pairs if b in evidence.bigrams) / len(pairs)
+                         if pairs else 1.0),
+        "rare_missing": float(sum(1 for t in missing_words if rarity(t.text) >= RARE)),
+        "field_conflicts": float(len(conflicts)),
+        "field_matches": float(matches),
+        "similarity": similarity,
+        "sentence_similarity": sentence_similarity,
+        "coverage": coverage,
+        "local_coverage": local,
+        "local_facts": local_facts,
+        "missing_names": float(len(missing_names)),
+        "missing_numbers": float(len(missing_numbers)),
+        "approximate_numbers": float(len(approximate)),
+        "missing_word_weight": _weighted(missing_words, rarity),
+        "log_tokens": math.log1p(len(tokens)),
+        "placement": placement,
+        "reversed": float(len(turned)),
+        "denies": float(denies),
+        "denies_near": float(denies) * local,
+        "changed": float(len(changed)),
+        "change_similarity": change_similarity,
+        "vague": float(vague_count(statement)),
+        "similarity_x_coverage": similarity * coverage,
+        "local_x_similarity": local * similarity,
+    }
+    return StatementEvidence(
+        features, similarity, denies, negated, conflicts,
+        tuple(t.text for t in (*missing_names, *missing_numbers)),
+        tuple(t.text for t in approximate), coverage, tuple(changed), tuple(turned),
+        tuple(misplaced))
+
+
+def _fields(statement: str, tokens: Sequence[Token], evidence: Evidence
+            ) -> tuple[tuple[str, ...], int]:
+    """The structured context's yes / no fields whose key the statement names: those it
+    contradicts ("offers outdoor seating" where "Outdoor Seating: no"), and how many
+    it agrees with. A clause names a key when it holds the key's last word and half of
+    its words ("reservations" names "Restaurants Reservations"); it is read for
+    negation."""
+    if not evidence.fields:
+        return (), 0
+    by_clause = [({t.key for t in group}, text)
+                 for group, text in zip(clause_groups(statement, tokens),
+                                        _clause_texts(statement, tokens), strict=False)]
+    conflicts: list[str] = []
+    matches = 0
+    for keys, yes in evidence.fields:
+        for clause_keys, text in by_clause:
+            if keys[-1] in clause_keys and 2 * len(clause_keys.intersection(keys)) >= len(keys):
+                if is_negated(text) == yes:
+                    conflicts.append(" ".join(keys) + (": yes" if yes else ": no"))
+                else:
+                    matches += 1
+                break
+    return tuple(dict.fromkeys(conflicts)), matches
+
+
+def _clause_texts(statement: str, tokens: Sequence[Token]) -> list[str]:
+    """The text of each clause group of ``clause_groups`` (same order)."""
+    groups = clause_groups(statement, tokens)
+    texts = []
+    for i, group in enumerate(groups):
+        start = group[0].start if i else 0
+        end = groups[i + 1][0].start if i + 1 < len(groups) else len(statement)
+        texts.append(statement[start:end])
+    return texts
+
+
+def _local_coverage(tokens: Sequence[Token], evidence: Evidence, rarity: RarityFn
+                    ) -> tuple[float, float]:
+    """The weighted share of the statement's tokens held by the one context sentence
+    (or pair of neighbours) that holds most of them, and the share of its names and
+    numbers held there: facts that are all in the context, but not together, are
+    often related wrongly."""
+    total = _weighted(tokens, rarity)
+    facts = [t for t in tokens if t.kind is not Kind.WORD]
+    if not total or not evidence.sentences:
+        return 1.0, 1.0
+    held = [[t in s.vocabulary for t in tokens] for s in evidence.sentences]
+    best, best_facts = 0.0, 0.0
+    for i in range(len(held)):
+        rows = [held[i]] if i == 0 else [held[i], [a or b for a, b in
+                                                   zip(held[i - 1], held[i], strict=True)]]
+        for row in rows:
+            share = sum(weight(t, rarity) for t, h in zip(tokens, row, strict=True) if h) / total
+            fact_share = (sum(1 for t, h in zip(tokens, row, strict=True)
+                              if h and t.kind is not Kind.WORD) / len(facts)) if facts else 1.0
+            best = max(best, share)
+            best_facts = max(best_facts, fact_share)
+    return best, best_facts
+
+
+def _placement(tokens: Sequence[Token], missing: Sequence[Token], evidence: Evidence,
+               statement: str, rarity: RarityFn) -> tuple[float, list[str]]:
+    """For the statement's worst-placed fact, the share of the rest of its clause that
+    the best context sentence holding the fact also holds. Catches facts borrowed
+    from elsewhere in the context ("Gray was granted the patent" when the context
+    grants it to Bell)."""
+    missing_keys = {t.key for t in missing}
+    shares: list[float] = []
+    misplaced: list[str] = []
+    for clause in clause_groups(statement, tokens):
+        grounded = [t for t in clause if t.key not in missing_keys]
+        for fact in (t for t in grounded if t.kind is not Kind.WORD):
+            others = [t for t in grounded if t.key != fact.key]
+            total = _weighted(others, rarity)
+            if not total:
+                continue
+            best = max(
+                (_weighted([o for o in others if o in s.vocabulary], rarity) / total
+                 for s in evidence.sentences if fact in s.vocabulary),
+                default=0.0,
+            )
+            shares.append(best)
+            if best < 0.25:
+                misplaced.append(fact.text)
+    return min(shares, default=1.0), misplaced
+
+
+ANSWER_FEATURES = (
+    "mean_support", "min_support", "log_support", "answer_exact_coverage",
+    "answer_bigram_share", "missing_facts", "missing_words", "min_local",
+    "mean_local", "short", "mean_similarity", "min_similarity",
+)
+
+
+def answer_evidence(statements: Sequence[str], features: Sequence[Mapping[str, float]],
+                    evidence: Evidence, short: bool) -> dict[str, float]:
+    """The answer's evidence as a whole: what the context holds of all its words
+    together (one invented phrase in a long answer moves a mean of supports little;
+    the answer's score should move more). ``with_supports`` adds its statements'
+    supports."""
+    plain = [w for s in statements for w in plain_words(s)]
+    pairs = [b for s in statements for b in itertools.pairwise(plain_words(s))]
+    sentences = [f for f in features if "local_coverage" in f]
+    return {
+        "answer_exact_coverage": (sum(1 for w in plain if w in evidence.words) / len(plain)
+                                  if plain else 1.0),
+        "answer_bigram_share": (sum(1 for b in pairs if b in evidence.bigrams) / len(pairs)
+                                if pairs else 1.0),
+        "missing_facts": math.log1p(sum(f["missing_names"] + f["missing_numbers"]
+                                        for f in sentences)),
+        "missing_words": math.log1p(sum(f["missing_word_weight"] for f in sentences)),
+        "min_local": min((f["local_coverage"] for f in sentences), default=1.0),
+        "mean_local": float(np.mean([f["local_coverage"] for f in sentences]))
+        if sentences else 1.0,
+        "short": float(short),
+        "mean_similarity": float(np.mean([f["similarity"] for f in sentences]))
+        if sentences else 1.0,
+        "min_similarity": min((f["similarity"] for f in sentences), default=1.0),
+    }
+
+
+def with_supports(answer: Mapping[str, float], supports: Sequence[float]) -> dict[str, float]:
+    """The answer's evidence and its statements' fitted supports."""
+    support = np.clip(np.asarray(supports, dtype=np.float64), 1e-4, 1.0)
+    return {**answer, "mean_support": float(support.mean()),
+            "min_support": float(support.min()), "log_support": float(np.log(support).mean())}

@@ -1,0 +1,79 @@
+"""Numbers an answer states that the context holds in another form: rounded ("about
+3.5 million" for 3,482,000), scaled by a written magnitude, or converted between
+common units ("79 °F (26 °C)", miles and kilometres). Such a number is not an
+invented one, but it is weaker evidence than the context's own figure."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+
+CONVERSION = 0.03  # a unit conversion, rounded to the unit
+_SCALES = (1e3, 1e6, 1e9)  # thousand, million, billion
+# Factors between units people convert into each other (length, mass, volume, area).
+_FACTORS = (1.609344, 0.621371, 0.3048, 3.28084, 2.54, 0.393701, 0.453592, 2.20462,
+            3.78541, 0.264172, 28.3495, 0.035274, 2.58999, 0.386102, 0.404686, 2.47105)
+_NUMBER = re.compile(r"-?\d+(?:\.\d+)?")
+ROUND_FROM = 10_000  # "3,500,000" may round 3,482,000; "1930" does not round 1931
+
+
+def value(key: str) -> float | None:
+    """The value of a number token's key ("1500", "3.5", "-2"); None for dates, times
+    and ranges ("20:15", "1-0", "2022-01-09")."""
+    match = _NUMBER.fullmatch(key.replace(",", "."))
+    return float(match.group(0)) if match else None
+
+
+def _decimals(key: str) -> int:
+    text = key.replace(",", ".")
+    return len(text.split(".", 1)[1]) if "." in text else 0
+
+
+def _rounds(stated: float, decimals: int, other: float) -> bool:
+    """Whether ``other`` written with ``decimals`` decimals (or, for a large round
+    figure, to its last non-zero digit) is ``stated``."""
+    if decimals:
+        return round(other, decimals) == stated
+    digits = str(int(abs(stated)))
+    zeros = len(digits) - len(digits.rstrip("0"))
+    if abs(stated) >= ROUND_FROM and zeros:
+        return round(other, -zeros) == stated
+    return round(other) == stated and other != round(other)
+
+
+_PART = re.compile(r"\d+")
+
+
+def parts(key: str) -> list[int]:
+    """The whole numbers in a composite token: a time "17:30", a range "9-14", a date."""
+    return [int(p) for p in _PART.findall(key)]
+
+
+def same_clock(key: str, known_parts: set[int]) -> bool:
+    """Whether a time, range or hour ("5:00", "5-9", "5") is the context's, written on
+    the 12-hour clock where the context has the 24-hour one ("17:00-21:00")."""
+    found = parts(key)
+    return bool(found) and all(
+        p in known_parts or (1 <= p <= 12 and p + 12 in known_parts) for p in found)
+
+
+def near(key: str, known: Iterable[float]) -> bool:
+    """Whether the number with token key ``key`` is one of ``known`` rounded, scaled
+    by a magnitude word or converted between common units."""
+    stated = value(key)
+    if stated is None or stated == 0.0:
+        return False
+    decimals = _decimals(key)
+    for other in known:
+        if other == 0.0:
+            continue
+        if _rounds(stated, decimals, other) or any(
+                _rounds(stated, decimals, other / scale) for scale in _SCALES):
+            return True
+        tolerance = max(1.0, CONVERSION * abs(other))
+        if abs((stated - 32.0) * 5.0 / 9.0 - other) <= tolerance or \
+                abs(stated * 9.0 / 5.0 + 32.0 - other) <= tolerance:
+            return True
+        if any(abs(stated - other * f) <= CONVERSION * abs(other * f) for f in _FACTORS):
+            return True
+    return False

@@ -1,0 +1,76 @@
+"""Structured passages (a JSON record, as data-to-text apps retrieve) read as
+sentences: one "parent / key: value." line per field, camelCase keys split into
+words, booleans as yes / no, and "17:0" times written "17:00", so that
+the answer's words and numbers can be looked up in them as in prose."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterator
+from typing import Any
+
+MAX_STRUCTURED_CHARS = 200_000  # larger: read as text, not parsed
+_CAMEL = re.compile(r"(?<=[a-z])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
+_SHORT_MINUTES = re.compile(r"\b(\d{1,2}):(\d)\b")
+
+
+def flatten_passage(passage: str) -> str:
+    """The passage as lines of "key: value." when it is a JSON object or array,
+    else the passage unchanged."""
+    text = passage.strip()
+    if not text or text[0] not in "{[" or len(text) > MAX_STRUCTURED_CHARS:
+        return passage
+    try:
+        value = json.loads(text)
+    except ValueError:
+        return passage
+    if not isinstance(value, (dict, list)):
+        return passage
+    return "\n".join(_lines(value, ()))
+
+
+def _key(name: str) -> str:
+    return _CAMEL.sub(" ", name.replace("_", " ")).strip()
+
+
+def _lines(value: Any, path: tuple[str, ...]) -> Iterator[str]:
+    if isinstance(value, dict):
+        for name, item in value.items():
+            yield from _lines(item, (*path, _key(str(name))))
+    elif isinstance(value, list):
+        if all(not isinstance(v, (dict, list)) for v in value):
+            yield _line(path, ", ".join(_scalar(v) for v in value))
+        else:
+            for item in value:
+                yield from _lines(item, path)
+    else:
+        yield _line(path, _scalar(value))
+
+
+def _line(path: tuple[str, ...], value: str) -> str:
+    # The parent key says what the field belongs to ("Ambience / casual: no."); the
+    # field's own key, after the slash, is what an answer names.
+    label = " / ".join(path[-2:]) if path else ""
+    text = f"{label}: {value}" if label else value
+    return text if text.endswith((".", "!", "?")) else text + "."
+
+
+def _scalar(value: Any) -> str:
+    if value is True:
+        return "yes"
+    if value is False:
+        return "no"
+    if value is None:
+        return "none"
+    return _SHORT_MINUTES.sub(lambda m: f"{m.group(1)}:{m.group(2)}0", str(value))
+
+
+_FIELD = re.compile(r"^(?:[^:]*/\s*)?(?P<key>[^/:]+):\s*(?P<value>yes|no)\.$")
+
+
+def yes_no_field(sentence: str) -> tuple[str, bool] | None:
+    """The key and value of a flattened yes / no field ("Outdoor Seating", False for
+    "attributes / Outdoor Seating: no."), else None."""
+    match = _FIELD.match(sentence.strip())
+    return (match.group("key"), match.group("value") == "yes") if match else None

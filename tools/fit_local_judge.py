@@ -1,0 +1,347 @@
+"""Fit the local judge's support models on labelled public data and write
+``src/ragas_trace/judges/local/data/support_model.json``.
+
+What is fitted: two L2-regularised logistic regressions that turn a statement's
+measured evidence (``judges/local/features.py``, ``framing.py``) into the
+probability that the context supports it, one for sentences of an answer, one for
+short answers read with their question; and a third that turns the answer's
+statements' supports and its evidence as a whole into its faithfulness, the
+probability that the answer holds no unsupported statement. The faithfulness pass
+threshold is chosen on the cross-validated answer scores; the answer and context
+relevance thresholds on the public dev pairs.
+
+Data (``tools/judge_data.py``): RAGTruth summarisation and data-to-text (statement
+labels from the hallucinated spans), HaluEval QA and the public extractive-QA dev
+pairs (answer labels, used for answers of one statement). Cross-validation is by
+source passage (every answer to one passage in one fold), five folds, fold of a
+source fixed by a hash of its name: the script, the data and that rule rebuild the
+same file.
+
+    python tools/fit_local_judge.py [--features /tmp/features.json] [--threads 2]
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import sys
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from scipy.optimize import minimize
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from judge_data import PUBLIC_PAIRS, Answer, development, overlaps, shared_data
+
+from ragas_trace.judges.local import LocalJudge
+from ragas_trace.judges.local.embedder import Embedder
+from ragas_trace.judges.local.features import ANSWER_FEATURES, STATEMENT_FEATURES, with_supports
+from ragas_trace.judges.local.framing import SHORT_FEATURES
+from ragas_trace.judges.local.judge import _Record
+from ragas_trace.judges.local.support_model import MODEL_FILE, LogisticModel
+from ragas_trace.results import Metric
+
+FOLDS = 5
+L2 = 1.0  # on standardised features; chosen by the cross-validated log-loss (--c-grid)
+# The clean answers of a healthy app must pass: the threshold is the highest at which
+# this share of the clean development answers (real LLM answers) still passes.
+CLEAN_PASS = 0.88
+KINDS = {"statement": STATEMENT_FEATURES, "short": SHORT_FEATURES}
+# The answer model reads answers of several statements. Real LLM answers (RAGTruth)
+# weigh this much more than the generated one-sentence hallucinations of HaluEval and
+# the public pairs, whose answers are of another kind than an app's.
+REAL_WEIGHT = 10.0
+
+
+@dataclass
+class Measured:
+    """An answer, its statements' features and its evidence as a whole."""
+
+    answer: Answer
+    statements: list[tuple[str, str, dict[str, float]]]  # (text, kind, features)
+    whole: dict[str, float]
+
+
+def fold_of(group: str) -> int:
+    return int(hashlib.sha256(group.encode()).hexdigest(), 16) % FOLDS
+
+
+def measure(answers: Sequence[Answer], threads: int) -> list[Measured]:
+    embedder = Embedder(threads=threads, cache_size=200_000)
+    embedder.load()
+
+    def one(a: Answer) -> Measured:
+        record = _Record(embedder, a.question, a.contexts, a.answer,
+                         frozenset({Metric.FAITHFULNESS}))
+        statements, whole = record.measure()
+        return Measured(a, [(m.statement, m.kind, m.features) for m in statements], whole)
+
+    with ThreadPoolExecutor(threads) as pool:
+        return list(pool.map(one, answers))
+
+
+def save(measured: Sequence[Measured], path: Path) -> None:
+    path.write_text(json.dumps([{"answer": m.answer.__dict__, "statements": m.statements,
+                                 "whole": m.whole} for m in measured]), encoding="utf-8")
+
+
+def load(path: Path) -> list[Measured]:
+    out = []
+    for row in json.loads(path.read_text(encoding="utf-8")):
+        a = row["answer"]
+        a["contexts"], a["spans"] = tuple(a["contexts"]), tuple(a["spans"])
+        out.append(Measured(Answer(**a), [tuple(s) for s in row["statements"]],
+                            row["whole"]))
+    return out
+
+
+def statement_labels(m: Measured) -> list[int | None]:
+    """1: supported, 0: not, None: unknown (left out of the fit)."""
+    a = m.answer
+    if not a.hallucinated:
+        return [1] * len(m.statements)
+    if a.spans:
+        flags = [any(overlaps(span, text) for span in a.spans) for text, _, _ in m.statements]
+        # No statement holds a labelled span (it sat in a dropped sentence, or the
+        # span matching missed it): the statements' own labels are unknown.
+        return [0 if f else 1 for f in flags] if any(flags) else [None] * len(flags)
+    return [0] if len(m.statements) == 1 else [None] * len(m.statements)
+
+
+# The direction each measurement can only push support in: evidence against (a
+# missing name) never raises it, evidence for (the share of words found) never lowers
+# it; the fit is bounded so (a weight of the wrong sign would be data too thin, or
+# features that overlap, speaking). Others are free.
+AGAINST = frozenset({
+    "missing_names", "missing_numbers", "approximate_numbers", "missing_word_weight",
+    "rare_missing", "reversed", "denies", "denies_near", "changed", "field_conflicts",
+    "vague", "missing_facts", "missing_words", "echoes"})
+FOR = frozenset({
+    "similarity", "sentence_similarity", "coverage", "local_coverage", "local_facts",
+    "exact_coverage", "bigram_share", "placement", "change_similarity", "field_matches",
+    "verbatim", "held", "frame", "frame_gap", "nearness", "slot", "kind_fit", "linked",
+    "mean_support", "min_support", "log_support", "answer_exact_coverage",
+    "answer_bigram_share", "min_local", "mean_local", "mean_similarity", "min_similarity",
+    "similarity_x_coverage", "local_x_similarity"})
+
+
+def fit_logistic(x: np.ndarray, y: np.ndarray, names: Sequence[str], l2: float = L2,
+                 weights: np.ndarray | None = None) -> LogisticModel:
+    """L2-regularised logistic regression on standardised features, each weight
+    bounded to the sign ``AGAINST`` / ``FOR`` allow (L-BFGS-B)."""
+    mean = x.mean(axis=0)
+    scale = x.std(axis=0)
+    scale[scale < 1e-9] = 1.0
+    z = np.hstack([(x - mean) / scale, np.ones((len(y), 1))])
+    w = np.ones(len(y)) if weights is None else weights
+    penalty = np.full(z.shape[1], l2)
+    penalty[-1] = 0.0
+
+    def loss(beta: np.ndarray) -> tuple[float, np.ndarray]:
+        margin = z @ beta
+        # log(1 + e^m) - y m, computed without overflow
+        value = float(w @ (np.logaddexp(0.0, margin) - y * margin)
+                      + 0.5 * penalty @ (beta * beta))
+        p = 1.0 / (1.0 + np.exp(-np.clip(margin, -60, 60)))
+        return value, z.T @ (w * (p - y)) + penalty * beta
+
+    bounds = [(None, 0.0) if n in AGAINST else (0.0, None) if n in FOR else (None, None)
+              for n in names] + [(None, None)]
+    fitted = minimize(loss, np.zeros(z.shape[1]), jac=True, method="L-BFGS-B",
+                      bounds=bounds, options={"maxiter": 1000})
+    beta = fitted.x
+    return LogisticModel(tuple(names), mean, scale, beta[:-1], float(beta[-1]))
+
+
+def training_rows(measured: Sequence[Measured], kind: str
+                  ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Features, labels and weights of one kind's statements. Each answer weighs 1 in
+    all, shared among its labelled statements, so that long answers do not drown
+    short ones, and each data set weighs alike."""
+    names = KINDS[kind]
+    rows, labels, weights, sets = [], [], [], []
+    for m in measured:
+        known = [(f, y) for (_, k, f), y in zip(m.statements, statement_labels(m), strict=True)
+                 if k == kind and y is not None]
+        for f, y in known:
+            rows.append([f[n] for n in names])
+            labels.append(y)
+            weights.append(1.0 / len(known))
+            sets.append(m.answer.dataset)
+    if not rows:
+        return np.zeros((0, len(names))), np.zeros(0), np.zeros(0)
+    w = np.asarray(weights)
+    totals = {s: sum(wi for wi, si in zip(w, sets, strict=True) if si == s) for s in set(sets)}
+    w = w * np.asarray([len(w) / (len(totals) * totals[s]) for s in sets])
+    return np.asarray(rows, dtype=np.float64), np.asarray(labels, dtype=np.float64), w
+
+
+def dataset_weights(measured: Sequence[Measured]) -> np.ndarray:
+    """Each data set weighs alike in all."""
+    sets = [m.answer.dataset for m in measured]
+    counts = {s: sets.count(s) for s in set(sets)}
+    return np.asarray([len(sets) / (len(counts) * counts[s]) for s in sets])
+
+
+def supports(m: Measured, models: dict[str, LogisticModel]) -> list[float]:
+    return [models[k].probability(f) for _, k, f in m.statements]
+
+
+def fit_models(measured: Sequence[Measured], l2: float = L2) -> dict[str, LogisticModel]:
+    """The statement and short-answer models on statement labels, then the answer
+    model on answer labels, reading the supports the first two give."""
+    models = {}
+    for kind, names in KINDS.items():
+        x, y, w = training_rows(measured, kind)
+        models[kind] = fit_logistic(x, y, names, l2, w)
+    scored = [m for m in measured if len(m.statements) > 1]
+    x = np.asarray([[with_supports(m.whole, supports(m, models))[n] for n in ANSWER_FEATURES]
+                    for m in scored])
+    y = np.asarray([0.0 if m.answer.hallucinated else 1.0 for m in scored])
+    weights = dataset_weights(scored) * np.asarray(
+        [REAL_WEIGHT if m.answer.dataset.startswith("ragtruth") else 1.0 for m in scored])
+    models["answer"] = fit_logistic(x, y, ANSWER_FEATURES, l2, weights)
+    return models
+
+
+def answer_score(m: Measured, models: dict[str, LogisticModel]) -> float | None:
+    """An answer of one statement (a short answer, or one sentence) is as faithful as
+    that statement is supported; a longer one is the answer model's reading of its
+    statements' supports."""
+    if not m.statements:
+        return None
+    if len(m.statements) == 1:
+        _, kind, features = m.statements[0]
+        return models[kind].probability(features)
+    return models["answer"].probability(with_supports(m.whole, supports(m, models)))
+
+
+def cross_validated(measured: Sequence[Measured], l2: float = L2,
+                    fit: Callable[..., dict[str, LogisticModel]] = fit_models
+                    ) -> dict[str, float | None]:
+    """Each answer's faithfulness from the models fitted on the other folds."""
+    scores: dict[str, float | None] = {}
+    for fold in range(FOLDS):
+        train = [m for m in measured if fold_of(m.answer.group) != fold]
+        models = fit(train, l2)
+        for m in measured:
+            if fold_of(m.answer.group) == fold:
+                scores[m.answer.id] = answer_score(m, models)
+    return scores
+
+
+def choose_threshold(answers: Sequence[Answer], scores: dict[str, float | None]) -> float:
+    """The highest threshold (in steps of 0.01) at which ``CLEAN_PASS`` of the clean
+    real-LLM development answers pass."""
+    clean = sorted(s for a in answers if not a.hallucinated and a.dataset.startswith("ragtruth")
+                   and (s := scores[a.id]) is not None)
+    index = int(np.floor((1.0 - CLEAN_PASS) * len(clean)))
+    return float(np.floor(clean[index] * 100) / 100)
+
+
+def log_loss(measured: Sequence[Measured], l2: float) -> float:
+    """Cross-validated log-loss of the statement labels."""
+    total, count = 0.0, 0
+    for fold in range(FOLDS):
+        models = fit_models([m for m in measured if fold_of(m.answer.group) != fold], l2)
+        for m in measured:
+            if fold_of(m.answer.group) != fold:
+                continue
+            for (_, k, f), y in zip(m.statements, statement_labels(m), strict=True):
+                if y is not None:
+                    p = min(1 - 1e-6, max(1e-6, models[k].probability(f)))
+                    total -= y * np.log(p) + (1 - y) * np.log(1 - p)
+                    count += 1
+    return total / max(1, count)
+
+
+def balanced_threshold(good: Sequence[float], bad: Sequence[float]) -> float:
+    """The threshold (in steps of 0.01) that best separates ``good`` (pass at or above)
+    from ``bad``: the highest mean of the two shares labelled right; the lowest such
+    threshold on a tie, so that good answers keep passing."""
+    best, chosen = -1.0, 0.5
+    for step in range(1, 100):
+        t = step / 100
+        accuracy = (sum(1 for g in good if g >= t) / len(good)
+                    + sum(1 for b in bad if b < t) / len(bad)) / 2
+        if accuracy > best:
+            best, chosen = accuracy, t
+    return chosen
+
+
+def relevance_thresholds(threads: int) -> dict[str, float]:
+    """Answer and context relevance thresholds on the public dev pairs: a right answer
+    against an answer to another question on the same passage, the passage against
+    the passage padded with sentences the question does not need."""
+    judge = LocalJudge(embedder=Embedder(threads=threads, cache_size=50_000))
+    rows = [json.loads(line) for line in PUBLIC_PAIRS.read_text(encoding="utf-8").splitlines()
+            if line.strip() and json.loads(line)["split"].endswith("/dev")]
+    ar, cr = Metric.ANSWER_RELEVANCE, Metric.CONTEXT_RELEVANCE
+
+    def one(row: dict[str, Any]) -> tuple[float | None, ...]:
+        q, c = row["question"], [row["context"]]
+        good = judge.evaluate_sync(q, c, row["answer"], frozenset({ar, cr}))
+        poor = judge.evaluate_sync(q, c, row["poor_answer"], frozenset({ar}))
+        padded = judge.evaluate_sync(q, [row["context_padded"]], row["answer"], frozenset({cr}))
+        return (good.results[ar].value, poor.results[ar].value, good.results[cr].value,
+                padded.results[cr].value)
+
+    with ThreadPoolExecutor(threads) as pool:
+        values = list(pool.map(one, rows))
+    column = [[v[i] for v in values if v[i] is not None] for i in range(4)]
+    return {"answer_relevance": balanced_threshold(column[0], column[1]),
+            "context_relevance": balanced_threshold(column[2], column[3])}
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--features", type=Path,
+                        help="cache of measured features: read if present, else written")
+    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--c-grid", action="store_true",
+                        help="report the cross-validated log-loss for several L2 strengths")
+    parser.add_argument("--out", type=Path, default=MODEL_FILE)
+    args = parser.parse_args()
+    data = shared_data()
+    if data is None:
+        print("no ../shared/data beside this checkout (or $RAGAS_TRACE_SHARED_DATA)",
+              file=sys.stderr)
+        return 2
+    if args.features and args.features.exists():
+        measured = load(args.features)
+    else:
+        measured = measure(development(data), args.threads)
+        if args.features:
+            save(measured, args.features)
+    if args.c_grid:
+        for l2 in (0.1, 0.3, 1.0, 3.0, 10.0, 30.0):
+            print(f"L2 {l2}: cross-validated log-loss {log_loss(measured, l2):.4f}")
+    scores = cross_validated(measured)
+    answers = [m.answer for m in measured]
+    threshold = choose_threshold(answers, scores)
+    models = fit_models(measured)
+    counts = {kind: len(training_rows(measured, kind)[1]) for kind in KINDS}
+    document: dict[str, Any] = {
+        "about": "Fitted by tools/fit_local_judge.py; see docs/guides/local-judge.md.",
+        "data": sorted({a.dataset for a in answers}),
+        "answers": len(answers),
+        "statements": counts,
+        "folds": FOLDS, "l2": L2, "clean_pass": CLEAN_PASS, "real_weight": REAL_WEIGHT,
+        "statement": models["statement"].to_json(),
+        "short": models["short"].to_json(),
+        "answer": models["answer"].to_json(),
+        "thresholds": {"faithfulness": threshold},
+    }
+    document["thresholds"] |= relevance_thresholds(args.threads)
+    args.out.write_text(json.dumps(document, indent=1) + "\n", encoding="utf-8")
+    print(f"wrote {args.out}: thresholds {document['thresholds']}, statements {counts}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
