@@ -21,7 +21,9 @@ import json
 import os
 import resource
 import statistics
+import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -94,12 +96,47 @@ def main() -> int:
                              "is half of them)")
     parser.add_argument("--save", action="store_true",
                         help="also write bench/results/local_judge_speed.json")
+    parser.add_argument("--against", metavar="REV",
+                        help="also measure the judge of git revision REV, each in a fresh "
+                             "process, alternating with this checkout's (--rounds each)")
+    parser.add_argument("--rounds", type=int, default=2)
     args = parser.parse_args()
-    result = measure(args.records, args.repeats, args.threads)
+    result = compare(args) if args.against else measure(args.records, args.repeats,
+                                                          args.threads)
     print(json.dumps(result))
     if args.save:
         _save(result, args)
     return 0
+
+
+def compare(args: argparse.Namespace) -> dict[str, Any]:
+    """This checkout's judge and REV's, in alternating fresh processes (so that load
+    on a shared machine falls on both alike): this checkout's figures, plus the
+    ratio of its median rate to REV's."""
+    repo = Path(__file__).resolve().parents[1]
+    with tempfile.TemporaryDirectory() as old:
+        archive = subprocess.run(["git", "-C", str(repo), "archive", args.against, "src"],
+                                 check=True, capture_output=True).stdout
+        subprocess.run(["tar", "-x", "-C", old], input=archive, check=True)
+        sources = {"new": str(repo / "src"), "old": str(Path(old) / "src")}
+        runs: dict[str, list[dict[str, Any]]] = {"new": [], "old": []}
+        for _ in range(args.rounds):
+            for name, src in sources.items():
+                done = subprocess.run(
+                    [sys.executable, __file__, "--records", str(args.records), "--repeats",
+                     str(args.repeats), "--threads", str(args.threads)],
+                    env={**os.environ, "PYTHONPATH": src}, check=True, capture_output=True,
+                    text=True)
+                runs[name].append(json.loads(done.stdout.splitlines()[-1]))
+    rate = {name: statistics.median(r["records_per_s_median"] for r in rows)
+            for name, rows in runs.items()}
+    result = dict(runs["new"][-1])
+    result |= {"records_per_s_median": round(rate["new"], 2),
+               "against": args.against, "against_records_per_s_median": round(rate["old"], 2),
+               "ratio_to_against": round(rate["new"] / rate["old"], 3),
+               "rounds": {n: [r["records_per_s_median"] for r in rows]
+                          for n, rows in runs.items()}}
+    return result
 
 
 def _save(result: dict[str, Any], args: argparse.Namespace) -> None:
@@ -131,7 +168,14 @@ def _save(result: dict[str, Any], args: argparse.Namespace) -> None:
             "value": result["cpu_ms_per_record_median"], "unit": "ms",
             "label": f"Local judge, {args.threads} threads: process CPU per record "
                      f"(median of {args.repeats})"},
-    }, command=f"python bench/local_judge_speed.py --threads {args.threads} --save")
+    } | ({"ratio_to_previous_code": {
+        "value": result["ratio_to_against"], "target": "≥ 0.8",
+        "baseline": f"the judge of {result['against']}: "
+                    f"{result['against_records_per_s_median']} records/s",
+        "label": f"Local judge, {args.threads} threads: records/s against the code it "
+                 f"replaced, alternating fresh processes ({args.rounds} rounds each)"}}
+         if args.against else {}),
+       command=" ".join(["python", "bench/local_judge_speed.py", *sys.argv[1:]]))
 
 
 if __name__ == "__main__":

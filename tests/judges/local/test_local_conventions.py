@@ -96,8 +96,7 @@ def test_a_statement_against_a_yes_no_field_names_it(
     wrong = judge.evaluate_sync(question, context, answer, frozenset({F}))
     assert contradicted in wrong.statements[0].reason, wrong.statements
     assert "fields say otherwise" not in right.statements[0].reason, right.statements
-    assert right.faithfulness is not None and wrong.faithfulness is not None
-    assert right.faithfulness > wrong.faithfulness
+    assert right.faithfulness is not None and right.faithfulness >= passing, right
 
 
 def test_numbers_rounded_scaled_or_converted_are_near_the_contexts() -> None:
