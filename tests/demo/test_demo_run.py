@@ -75,11 +75,12 @@ def test_rag_spans_carry_the_three_scores_and_labels(
 def test_hallucinated_answers_score_low_and_show_unsupported_statements(
         demo_run: tuple[Any, list[WireSpan]]) -> None:
     result, _ = demo_run
-    faithful = [r for r in result.rows if r.scores[Metric.FAITHFULNESS] == 1.0]
+    faithful = [r for r in result.rows if r.labels[Metric.FAITHFULNESS] == "pass"]
     unfaithful = [r for r in result.rows if r.labels[Metric.FAITHFULNESS] == "fail"]
     assert faithful and unfaithful
     assert any(r.unsupported for r in unfaithful)
-    assert all(not r.unsupported for r in faithful)
+    assert min(r.scores[Metric.FAITHFULNESS] for r in faithful) > max(
+        r.scores[Metric.FAITHFULNESS] for r in unfaithful)
 
 
 def test_the_same_seed_gives_the_same_answers(demo_run: tuple[Any, list[WireSpan]],

@@ -35,7 +35,7 @@ from ragas_trace.exporters.evaluation_span import explanation
 from ragas_trace.exporters.metrics import ScorerMetrics
 from ragas_trace.exporters.processor import ScoringSpanProcessor
 from ragas_trace.pipeline import annotation_sinks
-from ragas_trace.results import Metric, MetricResult, MetricStatus, Scores
+from ragas_trace.results import DEFAULT_THRESHOLDS, Metric, MetricResult, MetricStatus, Scores
 from ragas_trace.scorer.background import BackgroundScorer
 from ragas_trace.scorer.outcome import EvaluationStatus, Outcome
 from ragas_trace.setup import service_resource
@@ -501,9 +501,11 @@ def test_sinks_come_from_phoenix_and_langfuse_variables(caplog, counted):
            "PHOENIX_COLLECTOR_ENDPOINT": "http://px:6006/v1/traces", "PHOENIX_API_KEY": "k",
            "LANGFUSE_HOST": "http://lf:3000", "LANGFUSE_PUBLIC_KEY": "pk",
            "LANGFUSE_SECRET_KEY": "sk"}
-    sinks = annotation_sinks(Settings.load(env=env), counted.metrics, ContentPolicy())
+    sinks = annotation_sinks(Settings.load(env=env), counted.metrics, ContentPolicy(),
+                             DEFAULT_THRESHOLDS)
     assert sinks is not None and sinks.names == ["phoenix", "langfuse"]
-    assert annotation_sinks(Settings.load(env={}), counted.metrics, ContentPolicy()) is None
+    assert annotation_sinks(Settings.load(env={}), counted.metrics, ContentPolicy(),
+                            DEFAULT_THRESHOLDS) is None
     assert base_url("http://px:6006/v1/traces") == "http://px:6006"
     with caplog.at_level(logging.WARNING, logger="ragas_trace"):
         chosen = backends(("langfuse",), phoenix_endpoint="", phoenix_api_key=None,

@@ -61,7 +61,7 @@ def test_no_credential_in_spans_events_or_logs(make_rig, server, caplog, fault, 
         events = [e for span in rig.named(SPAN_NAME) for e in span.events
                   if e.name == sc.GEN_AI_EVALUATION_RESULT]
         explained = [str(e.attributes[sc.GEN_AI_EVALUATION_EXPLANATION]) for e in events]
-        assert any(x.endswith(phrase) for x in explained), explained
+        assert any(phrase in x for x in explained), explained
     exported = "\n".join(str(v) for v in _values(rig.spans()))
     logged = "\n".join(r.getMessage() for r in caplog.records)
     for text in (exported, logged):

@@ -7,7 +7,7 @@ a yes/no, and a metric is the mean degree: the expected share of needed sentence
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 
 import numpy as np
 
@@ -53,10 +53,6 @@ def _ramp(value: float, low: float, high: float) -> float:
 
 def _weighted(tokens: Sequence[Token], rarity: RarityFn) -> float:
     return sum(weight(t, rarity) for t in tokens)
-
-
-SimilarityFn = Callable[[str, str], float]
-KnownFn = Callable[[str], bool]
 
 
 def answer_relevance(
