@@ -37,8 +37,8 @@ from typing import Any
 
 TOOLS = Path(__file__).resolve().parents[1] / "tools"
 sys.path.insert(0, str(TOOLS))
-from fit_local_judge import cross_validated, load, measure, save  # noqa: E402
-from judge_data import Answer, development, held_out, shared_data, words  # noqa: E402
+from fit_local_judge import cross_validated, development_measured  # noqa: E402
+from judge_data import Answer, held_out, words  # noqa: E402
 
 from ragas_trace.judges.local import Embedder, LocalJudge  # noqa: E402
 from ragas_trace.judges.local.lexicon import STOPWORDS  # noqa: E402
@@ -182,17 +182,9 @@ def main() -> int:
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--no-write", action="store_true", help="print only")
     args = parser.parse_args()
-    data = shared_data()
-    if data is None:
-        print("no ../shared/data beside this checkout (set $RAGAS_TRACE_SHARED_DATA): "
-              "nothing to measure", file=sys.stderr)
+    measured = development_measured(args.features, args.threads)
+    if measured is None:
         return 2
-    if args.features and args.features.exists():
-        measured = load(args.features)
-    else:
-        measured = measure(development(data), args.threads)
-        if args.features:
-            save(measured, args.features)
     threshold = load_models().thresholds["faithfulness"]
     dev_answers = [m.answer for m in measured]
     dev_scores = cross_validated(measured)

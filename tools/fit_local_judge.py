@@ -298,6 +298,22 @@ def relevance_thresholds(threads: int) -> dict[str, float]:
             "context_relevance": balanced_threshold(column[2], column[3])}
 
 
+def development_measured(cache: Path | None, threads: int) -> list[Measured] | None:
+    """The development sets' measured features: read from ``cache`` when it exists,
+    else measured (and written there); None, said on stderr, without the shared data."""
+    if cache is not None and cache.exists():
+        return load(cache)
+    data = shared_data()
+    if data is None:
+        print("no ../shared/data beside this checkout (set $RAGAS_TRACE_SHARED_DATA): "
+              "nothing to measure", file=sys.stderr)
+        return None
+    measured = measure(development(data), threads)
+    if cache is not None:
+        save(measured, cache)
+    return measured
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--features", type=Path,
@@ -307,17 +323,9 @@ def main() -> int:
                         help="report the cross-validated log-loss for several L2 strengths")
     parser.add_argument("--out", type=Path, default=MODEL_FILE)
     args = parser.parse_args()
-    data = shared_data()
-    if data is None:
-        print("no ../shared/data beside this checkout (or $RAGAS_TRACE_SHARED_DATA)",
-              file=sys.stderr)
+    measured = development_measured(args.features, args.threads)
+    if measured is None:
         return 2
-    if args.features and args.features.exists():
-        measured = load(args.features)
-    else:
-        measured = measure(development(data), args.threads)
-        if args.features:
-            save(measured, args.features)
     if args.c_grid:
         for l2 in (0.1, 0.3, 1.0, 3.0, 10.0, 30.0):
             print(f"L2 {l2}: cross-validated log-loss {log_loss(measured, l2):.4f}")
