@@ -23,7 +23,7 @@ Sources, by block name:
     figures-sources       the same files: script, command, date, machine
     judge-report          bench/results/local_judge_report.json, one row per data set
     cli-help[-COMMAND]    ``ragas-trace [COMMAND] --help``, 100 columns wide
-    screenshot            the Phoenix screenshot, once docs/images/phoenix-trace-list.png exists
+    screenshot            the Phoenix screenshot (tools/phoenix_screenshot.py), once it exists
     examples              examples/*.py and the first sentence of each one's docstring
     quickstart-NAME       examples/NAME.py between its QUICK START markers, and the
                           docstring's "Real model:" sentence (the lines to change)
@@ -54,7 +54,9 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "bench" / "results"
 HELP_COLUMNS = "100"
-SCREENSHOT = "docs/images/phoenix-trace-list.png"
+# What tools/phoenix_screenshot.py photographs after make phoenix (the README has room
+# for one picture; the guide shows the trace list too).
+SCREENSHOT = "docs/images/phoenix-trace.png"
 
 _LITERAL = re.compile(r"``([^`]+)``")
 _QUICK_START = re.compile(r"^# BEGIN QUICK START\n(?P<code>.*?)^# END QUICK START$",
@@ -333,7 +335,8 @@ def _examples() -> str:
 def _screenshot() -> str:
     if not (ROOT / SCREENSHOT).is_file():
         return "<!-- no screenshot yet: the block fills in once the file exists -->"
-    return f"![RAG traces with their ragas.* scores in Phoenix]({SCREENSHOT})"
+    return (f"![A demo request's trace in Phoenix after make phoenix: faithfulness, answer "
+            f"relevance and context relevance in its header]({SCREENSHOT})")
 
 
 GENERATORS: dict[str, Callable[[], str]] = {

@@ -47,7 +47,7 @@ def _get(url: str) -> Any:
         return json.loads(response.read())
 
 
-def _pages(url: str, **query: Any) -> list[dict[str, Any]]:
+def pages(url: str, **query: Any) -> list[dict[str, Any]]:
     """Every item of one of Phoenix's paginated REST lists."""
     items: list[dict[str, Any]] = []
     cursor: str | None = None
@@ -94,7 +94,7 @@ def _recorded(state: Path) -> tuple[int, str] | None:
     return None
 
 
-def _terminate(pid: int) -> bool:
+def terminate(pid: int) -> bool:
     """SIGTERM, then SIGKILL after ``STOP_TIMEOUT_S``; whether it has gone."""
     try:
         os.kill(pid, signal.SIGTERM)
@@ -115,7 +115,7 @@ def stop(state: Path) -> int:
         print("phoenix-stop: no Phoenix started by make phoenix is running")
         return 0
     pid, url = recorded
-    if not _terminate(pid):
+    if not terminate(pid):
         print(f"phoenix-stop: Phoenix (pid {pid}) did not stop", file=sys.stderr)
         return 1
     (state / PIDFILE_NAME).unlink(missing_ok=True)
@@ -123,7 +123,7 @@ def stop(state: Path) -> int:
     return 0
 
 
-def _start_phoenix(executable: Path, state: Path) -> tuple[subprocess.Popen[bytes], str]:
+def start_phoenix(executable: Path, state: Path) -> tuple[subprocess.Popen[bytes], str]:
     from ragas_trace.testing.phoenix_server import free_port
 
     state.mkdir(parents=True, exist_ok=True)
@@ -141,7 +141,7 @@ def _start_phoenix(executable: Path, state: Path) -> tuple[subprocess.Popen[byte
     return proc, url
 
 
-def _wait_ready(proc: subprocess.Popen[bytes], url: str) -> str | None:
+def wait_ready(proc: subprocess.Popen[bytes], url: str) -> str | None:
     """``None`` once ``/healthz`` answers, else why not."""
     deadline = time.monotonic() + START_TIMEOUT_S
     while time.monotonic() < deadline:
@@ -155,7 +155,7 @@ def _wait_ready(proc: subprocess.Popen[bytes], url: str) -> str | None:
     return f"Phoenix did not answer {url}/healthz within {START_TIMEOUT_S:.0f} s"
 
 
-def _read_back(url: str, project: str, requests: int,
+def read_back(url: str, project: str, requests: int,
                since: float) -> tuple[dict[str, Any] | None, str]:
     """The project once Phoenix holds the ``requests`` request roots started after
     ``since`` (a database kept from an earlier run holds older ones) and the
@@ -166,14 +166,14 @@ def _read_back(url: str, project: str, requests: int,
     held = "no project yet"
     while time.monotonic() < deadline:
         try:
-            found = next((p for p in _pages(url + "/v1/projects") if p["name"] == project), None)
+            found = next((p for p in pages(url + "/v1/projects") if p["name"] == project), None)
             if found is not None:
-                roots = [s for s in _pages(base + "/spans", limit=1000)
+                roots = [s for s in pages(base + "/spans", limit=1000)
                          if s["parent_id"] is None and s["span_kind"] != "EVALUATOR"
                          and datetime.fromisoformat(s["start_time"]).timestamp() >= since]
                 scored = [s["context"]["span_id"] for s in roots
                           if s["attributes"].get("ragas.evaluation.status") == "scored"]
-                notes = [a for a in _pages(base + "/span_annotations", span_ids=scored,
+                notes = [a for a in pages(base + "/span_annotations", span_ids=scored,
                                            limit=1000) if a["name"] in METRICS] if scored else []
                 held = (f"{len(roots)} of {requests} requests, {len(notes)} of "
                         f"{len(scored) * len(METRICS)} annotations of the scored ones")
@@ -199,28 +199,20 @@ def start(state: Path, service: str, demo_args: list[str]) -> int:
               ".venv-phoenix/bin/pip install arize-phoenix==20.26.1 (make phoenix does it)",
               file=sys.stderr)
         return 2
-    proc, url = _start_phoenix(executable, state)
+    proc, url = start_phoenix(executable, state)
     try:
         print(f"starting Phoenix on {url} (pid {proc.pid}, log {state / 'phoenix.log'})",
               flush=True)
-        problem = _wait_ready(proc, url)
+        problem = wait_ready(proc, url)
         if problem is not None:
             print(f"make phoenix: {problem}; see {state / 'phoenix.log'}", file=sys.stderr)
             return 1
-        requests, since = _requests(demo_args), time.time()
-        # Traces only, over OTLP/HTTP: Phoenix takes no OTLP metrics (405), and an OTLP
-        # endpoint or protocol set for another backend must not redirect the demo.
-        env = {k: v for k, v in os.environ.items() if k not in _OTHER_OTLP}
-        env.update({"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": f"{url}/v1/traces",
-                    "RAGAS_TRACE_ANNOTATIONS": "phoenix", "PHOENIX_COLLECTOR_ENDPOINT": url})
-        demo = subprocess.run([sys.executable, "-c", "import sys; from ragas_trace.cli.main "
-                               "import main; sys.exit(main())", "demo",
-                               "--service-name", service, *demo_args], env=env, check=False)
-        if demo.returncode != 0:
-            print(f"make phoenix: the demo exited with status {demo.returncode}",
-                  file=sys.stderr)
-            return demo.returncode
-        project, held = _read_back(url, service, requests, since)
+        requests, since = requests_of(demo_args), time.time()
+        status = send_demo(url, service, demo_args)
+        if status != 0:
+            print(f"make phoenix: the demo exited with status {status}", file=sys.stderr)
+            return status
+        project, held = read_back(url, service, requests, since)
         if project is None:
             print(f"make phoenix: Phoenix shows no project {service!r} after "
                   f"{READ_BACK_S:.0f} s", file=sys.stderr)
@@ -237,14 +229,28 @@ def start(state: Path, service: str, demo_args: list[str]) -> int:
         return 0
     finally:
         if proc.poll() is None:
-            _terminate(proc.pid)
+            terminate(proc.pid)
             proc.wait(STOP_TIMEOUT_S)
         pidfile = state / PIDFILE_NAME
         if pidfile.is_file() and pidfile.read_text().split()[:1] == [str(proc.pid)]:
             pidfile.unlink()
 
 
-def _requests(demo_args: list[str]) -> int:
+def send_demo(url: str, service: str, demo_args: list[str]) -> int:
+    """Runs ``ragas-trace demo`` against the Phoenix at ``url`` with Phoenix
+    annotations on; its exit status."""
+    # Traces only, over OTLP/HTTP: Phoenix takes no OTLP metrics (405), and an OTLP
+    # endpoint or protocol set for another backend must not redirect the demo.
+    env = {k: v for k, v in os.environ.items() if k not in _OTHER_OTLP}
+    env.update({"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": f"{url}/v1/traces",
+                "RAGAS_TRACE_ANNOTATIONS": "phoenix", "PHOENIX_COLLECTOR_ENDPOINT": url})
+    demo = subprocess.run([sys.executable, "-c", "import sys; from ragas_trace.cli.main "
+                           "import main; sys.exit(main())", "demo",
+                           "--service-name", service, *demo_args], env=env, check=False)
+    return demo.returncode
+
+
+def requests_of(demo_args: list[str]) -> int:
     """The demo's ``--requests`` (default 40): how many traces to wait for."""
     parser = argparse.ArgumentParser(add_help=False)
     parser.add_argument("--requests", type=int, default=40)
