@@ -125,9 +125,11 @@ def test_faithfulness_alert_fires_with_drift_and_not_without(demos: dict[str, An
         assert float(fired["value"]) > 4.2  # standard errors below the 0.5 floor (its threshold)
         assert fired["labels"]["app"] == "marrowick-guide"
         assert fired["labels"]["judge"].startswith("local:")
-        # The steady demo was scored all along, far above the floor.
+        # The steady demo was scored all along, well above the 0.5 floor (the fitted
+        # judge's faithfulness is the probability of no unsupported statement: about
+        # 0.7 on the demo's healthy mix).
         assert len(steady_means) >= 30, situation
-        assert statistics.median(steady_means) > 0.75, steady_means
+        assert statistics.median(steady_means) > 0.6, steady_means
         # The recording rules give the steady demo the spread the alerts divide by.
         [variance] = [r for r in prometheus.query("ragas:faithfulness_variance:1h")
                       if r["metric"]["service"] == "demo-steady"]
