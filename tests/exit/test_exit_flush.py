@@ -182,26 +182,15 @@ def serve(port: int, count: int) -> None:
     assert served == count
 
 
-def test_uvicorn_app_flushes_on_sigterm(receiver, judge_server):
+@pytest.mark.parametrize("app", ["exit_app", "lifespan_app"],
+                         ids=["setup-at-import", "setup-in-lifespan"])
+def test_uvicorn_app_flushes_on_sigterm(receiver, judge_server, app):
+    # At import, uvicorn restores the handler it found (ours) and re-raises. In its
+    # lifespan, it captured the default disposition before setup() ran and restores
+    # that before re-raising: the default is where ragas-trace flushes.
     pytest.importorskip("uvicorn")
     port = free_port()
-    child = start(["-m", "uvicorn", "exit_app:app", "--app-dir", str(APP.parent),
-                   "--port", str(port), "--log-level", "warning"],
-                  child_env(receiver, judge_server, grace_s=20))
-    serve(port, 8)
-    child.send_signal(signal.SIGTERM)
-    code, err = finish(child)
-    # uvicorn shuts down gracefully, restores the handler it found (ours) and re-raises.
-    assert code == -signal.SIGTERM, err
-    assert statuses(receiver) == [("scored", None)] * 8, err
-
-
-def test_uvicorn_app_with_setup_in_its_lifespan_flushes_on_sigterm(receiver, judge_server):
-    # uvicorn captured the default disposition before setup() ran and restores it
-    # before re-raising SIGTERM: that default is where ragas-trace flushes.
-    pytest.importorskip("uvicorn")
-    port = free_port()
-    child = start(["-m", "uvicorn", "lifespan_app:app", "--app-dir", str(APP.parent),
+    child = start(["-m", "uvicorn", f"{app}:app", "--app-dir", str(APP.parent),
                    "--port", str(port), "--log-level", "warning"],
                   child_env(receiver, judge_server, grace_s=20))
     serve(port, 8)

@@ -13,6 +13,7 @@ import numpy as np
 from ragas_trace.judges.local.comparisons import Comparison, comparisons
 from ragas_trace.judges.local.embedder import Vectors
 from ragas_trace.judges.local.lexicon import STOPWORDS
+from ragas_trace.judges.local.numbers import parts, value
 from ragas_trace.judges.local.structured import yes_no_field
 from ragas_trace.judges.local.tokens import Kind, Token, Vocabulary, content_tokens
 from ragas_trace.metrics.sentences import split_sentences
@@ -49,6 +50,8 @@ class Evidence:
     bigrams: frozenset[tuple[str, str]] = frozenset()  # of consecutive content words
     # Yes / no fields of a structured passage: the key's token keys, and the value.
     fields: tuple[tuple[tuple[str, ...], bool], ...] = ()
+    numbers: tuple[float, ...] = ()  # the values of its plain numbers
+    clock: frozenset[int] = frozenset()  # the whole numbers in its times, ranges, dates
 
     @property
     def texts(self) -> list[str]:
@@ -84,8 +87,12 @@ def build_evidence(contexts: Sequence[str]) -> Evidence:
         field = yes_no_field(sentence.text)
         if field is not None and (keys := tuple(t.key for t in content_tokens(field[0]))):
             fields.append((keys, field[1]))
-    return Evidence(tuple(sentences), Vocabulary(every), tuple(compared), frozenset(words),
-                    frozenset(bigrams), tuple(fields))
+    vocabulary = Vocabulary(every)
+    number_keys = [k for k in vocabulary.keys if k[:1].isdigit() or k[:1] == "-"]
+    return Evidence(tuple(sentences), vocabulary, tuple(compared), frozenset(words),
+                    frozenset(bigrams), tuple(fields),
+                    tuple(v for v in map(value, number_keys) if v is not None),
+                    frozenset(p for k in number_keys if k[:1].isdigit() for p in parts(k)))
 
 
 _PLAIN = re.compile(r"[\u3400-\u9fff]|[^\W_]+")

@@ -25,7 +25,7 @@ from ragas_trace.judges.local.comparisons import reversed_comparisons
 from ragas_trace.judges.local.embedder import Vectors
 from ragas_trace.judges.local.evidence import Evidence, plain_words
 from ragas_trace.judges.local.negation import is_negated
-from ragas_trace.judges.local.numbers import near, parts, same_clock, value
+from ragas_trace.judges.local.numbers import near, same_clock
 from ragas_trace.judges.local.substitution import substitutions
 from ragas_trace.judges.local.tokens import (
     Kind,
@@ -123,10 +123,8 @@ def statement_evidence(
     denies = nearest >= 0 and negated != is_negated(near_text)
     tokens = content_tokens(statement)
     missing = [t for t in tokens if t not in evidence.vocabulary]
-    context_numbers = [v for v in (value(k) for k in evidence.vocabulary.keys) if v is not None]
-    clock = {p for k in evidence.vocabulary.keys if k[:1].isdigit() for p in parts(k)}
     approximate = [t for t in missing if t.kind is Kind.NUMBER
-                   and (near(t.key, context_numbers) or same_clock(t.key, clock))]
+                   and (near(t.key, evidence.numbers) or same_clock(t.key, evidence.clock))]
     approx_keys = {t.key for t in approximate}
     missing_numbers = [t for t in missing if t.kind is Kind.NUMBER and t.key not in approx_keys]
     missing_names = [t for t in missing if t.kind is Kind.NAME]

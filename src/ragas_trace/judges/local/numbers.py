@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
+from collections.abc import Set as AbstractSet
 
 CONVERSION = 0.03  # a unit conversion, rounded to the unit
 _SCALES = (1e3, 1e6, 1e9)  # thousand, million, billion
@@ -49,7 +50,7 @@ def parts(key: str) -> list[int]:
     return [int(p) for p in _PART.findall(key)]
 
 
-def same_clock(key: str, known_parts: set[int]) -> bool:
+def same_clock(key: str, known_parts: AbstractSet[int]) -> bool:
     """Whether a time, range or hour ("5:00", "5-9", "5") is the context's, written on
     the 12-hour clock where the context has the 24-hour one ("17:00-21:00")."""
     found = parts(key)
