@@ -1,8 +1,10 @@
 """Time per record of the local judge on long inputs, against a 630-word WikiEval
-record measured in the same run (issue 12, row 10): a context at the judge's limit
-(``MAX_CONTEXT_CHARS``, WikiEval contexts joined), a 200 KB context and a 200 KB
-answer (both over the limits, so the metrics they would slow down are ``skipped``).
-Each input is scored ``--repeats`` times with a fresh embedding cache; medians.
+record measured in the same run: WikiEval contexts joined to 12,000 characters
+(about 2,000 words) and to 100,000, an answer of 20,000 characters, both at once, and a
+context over the judge's bound (``MAX_CONTEXT_CHARS``), whose metrics are ``skipped``.
+Each statement is read against its own window of a long context, so time grows with
+the lengths, not with their product. Each input is scored ``--repeats`` times with a
+fresh embedding cache; medians.
 
     python bench/local_judge_long_inputs.py [--threads 2]
 """
@@ -22,18 +24,21 @@ from ragas_trace.judges.local.judge import MAX_CONTEXT_CHARS
 from results_file import write_results
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "wikieval-50.json"
-LONG = 200_000
+HUGE_CONTEXT, HUGE_ANSWER = 100_000, 20_000
 
 
 def cases(rows: list[dict[str, Any]]) -> dict[str, tuple[str, list[str], str]]:
     first = rows[0]
-    joined = "\n".join(r["context"] for r in rows)
-    at_limit = joined[:MAX_CONTEXT_CHARS]
+    joined = "\n".join(r["context"] for r in rows) * 2
+    answer = joined[-HUGE_ANSWER:]
     return {
         "wikieval_record": (first["question"], [first["context"]], first["gt_answer"]),
-        "context_at_limit": (first["question"], [at_limit], first["gt_answer"]),
-        "context_200kb": (first["question"], [(joined * 2)[:LONG]], first["gt_answer"]),
-        "answer_200kb": (first["question"], [first["context"]], (joined * 2)[:LONG]),
+        "context_12k": (first["question"], [joined[:12_000]], first["gt_answer"]),
+        "context_100k": (first["question"], [joined[:HUGE_CONTEXT]], first["gt_answer"]),
+        "answer_20k": (first["question"], [first["context"]], answer),
+        "context_100k_answer_20k": (first["question"], [joined[:HUGE_CONTEXT]], answer),
+        "context_over_bound": (first["question"], [joined[:MAX_CONTEXT_CHARS + 1]],
+                               first["gt_answer"]),
     }
 
 

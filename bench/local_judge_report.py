@@ -1,17 +1,21 @@
 """The local judge's faithfulness on labelled answers, per data set, beside the
 lexical baseline and a length control measured in the same run.
 
-Development sets (RAGTruth summarisation and data-to-text, HaluEval QA, the public
-dev pairs) are the ones the support models are fitted on: their judge figures are
-cross-validated by source (each answer scored by models fitted on the folds that do
-not hold its passage; ``tools/fit_local_judge.py``). Held-out sets (the public
+Development sets (RAGTruth summarisation and data-to-text, HaluEval QA, AttributionBench
+dev, the public dev pairs) are the ones the support models are fitted on: their judge
+figures are cross-validated by source (each answer scored by models fitted on the folds
+that do not hold its passage; ``tools/fit_local_judge.py``). Each is also scored by
+models fitted without that whole data set (``left out``): how the judge does on a kind
+of data it has never seen, as on the held-out sets it is judged by. Held-out sets (the public
 held-out pairs, the development-style cases) were never fitted on: they are scored
 end to end by the shipped judge.
 
 Per data set: pairwise agreement (a clean answer scores higher than a hallucinated
 one to the same question over the same passages; ties count half), AUROC of
 1 - faithfulness for "hallucinated", and at the shipped threshold the share of clean
-answers that pass and of hallucinated answers that fail. Answers the judge leaves
+answers that pass and of hallucinated answers that fail, and the expected calibration
+error of faithfulness read as the probability that the answer is clean (ten equal-width
+bins; the cross-validated scores). Answers the judge leaves
 unscored (nothing checkable, e.g. a refusal) count as neither passing nor failing
 and are left out of the rankings; their number is reported.
 
@@ -37,7 +41,7 @@ from typing import Any
 
 TOOLS = Path(__file__).resolve().parents[1] / "tools"
 sys.path.insert(0, str(TOOLS))
-from fit_local_judge import cross_validated, development_measured  # noqa: E402
+from fit_local_judge import cross_validated, development_measured, left_out  # noqa: E402
 from judge_data import Answer, held_out, words  # noqa: E402
 
 from ragas_trace.judges.local import Embedder, LocalJudge  # noqa: E402
@@ -120,8 +124,45 @@ def shipped(answers: Sequence[Answer], threads: int) -> Scores:
         return dict(zip((a.id for a in answers), pool.map(one, answers), strict=True))
 
 
-def report_set(answers: Sequence[Answer], judge: Scores, threshold: float
-               ) -> dict[str, Any]:
+def calibration_error(answers: Sequence[Answer], scores: Scores, bins: int = 10) -> float:
+    """Expected calibration error of the score as P(clean): the answers' share in each
+    of ``bins`` equal-width bins times the gap between the bin's mean score and its
+    share of clean answers."""
+    rows = [(s, 0.0 if a.hallucinated else 1.0) for a in answers
+            if (s := scores[a.id]) is not None]
+    total = 0.0
+    for b in range(bins):
+        inside = [(s, y) for s, y in rows
+                  if b / bins <= s < (b + 1) / bins or (b == bins - 1 and s == 1.0)]
+        if inside:
+            gap = abs(sum(s for s, _ in inside) - sum(y for _, y in inside)) / len(inside)
+            total += len(inside) / len(rows) * gap
+    return total
+
+
+def speed(answers: Sequence[Answer], threads: int, records: int = 5) -> dict[str, float]:
+    """Seconds per record (median) for contexts of 2,000 and 20,000 characters made of
+    the development articles, with their own answers."""
+    import statistics
+    import time
+
+    judge = LocalJudge(embedder=Embedder(threads=threads, cache_size=0))
+    judge.load()
+    articles = [a for a in answers if a.dataset == "ragtruth-summary"][::6]
+    text = " ".join(a.contexts[0] for a in articles)
+    out = {}
+    for chars in (2_000, 20_000):
+        times = []
+        for i, a in enumerate(articles[:records]):
+            began = time.perf_counter()
+            judge.evaluate_sync(a.question, [text[i * 997:i * 997 + chars]], a.answer)
+            times.append(time.perf_counter() - began)
+        out[str(chars)] = round(statistics.median(times), 3)
+    return out
+
+
+def report_set(answers: Sequence[Answer], judge: Scores, threshold: float,
+               unseen: Scores | None = None) -> dict[str, Any]:
     baselines: dict[str, Callable[[Answer], float]] = {"lexical": lexical, "length": length}
     out: dict[str, Any] = {"answers": len(answers),
                            "hallucinated": sum(1 for a in answers if a.hallucinated)}
@@ -131,6 +172,10 @@ def report_set(answers: Sequence[Answer], judge: Scores, threshold: float
         out[name] = {"pairwise": round(agreement, 4), "pairs": pairs,
                      "auroc": round(auroc(answers, scores), 4)}
     out["judge"] |= {k: round(v, 4) for k, v in at_threshold(answers, judge, threshold).items()}
+    out["judge"]["calibration_error"] = round(calibration_error(answers, judge), 4)
+    if unseen is not None:
+        out["left_out"] = {"pairwise": round(pairwise(answers, unseen)[0], 4),
+                           "auroc": round(auroc(answers, unseen), 4)}
     return out
 
 
@@ -159,6 +204,21 @@ def figures(report: dict[str, Any]) -> dict[str, dict[str, Any]]:
             "value": j["auroc"], "baseline": lex["auroc"], "length": ln["auroc"],
             "label": f"Local judge faithfulness, {name} ({how}): AUROC for hallucinated",
             "baseline_label": "lexical overlap, same answers, same run"}
+        out[f"{name}:calibration_error"] = {
+            "value": j["calibration_error"], "unit": "ECE", "target": "<= 0.10",
+            "label": f"{name} ({how}): expected calibration error of faithfulness as "
+                     "P(clean), 10 bins"}
+        if "left_out" in r:
+            out[f"{name}:left_out_auroc"] = {
+                "value": r["left_out"]["auroc"], "baseline": lex["auroc"],
+                "label": f"Local judge faithfulness, {name}, fitted without this data set: "
+                         "AUROC for hallucinated",
+                "baseline_label": "lexical overlap, same answers, same run"}
+            out[f"{name}:left_out_pairwise"] = {
+                "value": r["left_out"]["pairwise"], "baseline": lex["pairwise"],
+                "label": f"Local judge faithfulness, {name}, fitted without this data set: "
+                         "pairwise agreement",
+                "baseline_label": "lexical overlap, same pairs, same run"}
         out[f"{name}:clean_pass"] = {
             "value": j["clean_pass"], "unit": "share",
             "label": f"{name} ({how}): clean answers passing at the shipped threshold "
@@ -167,6 +227,16 @@ def figures(report: dict[str, Any]) -> dict[str, dict[str, Any]]:
             "value": j["hallucinated_fail"], "unit": "share",
             "label": f"{name} ({how}): hallucinated answers failing at the shipped "
                      f"threshold {report['threshold']}"}
+    out["calibration_error"] = {
+        "value": report["calibration_error"], "unit": "ECE", "target": "<= 0.10",
+        "label": "Local judge faithfulness on every development answer (cross-validated): "
+                 "expected calibration error as P(clean), 10 bins"}
+    for chars, seconds in report["seconds_per_record"].items():
+        out[f"seconds_per_record_{chars}"] = {
+            "value": seconds, "unit": "s",
+            "label": f"Local judge, all three metrics, {int(chars):,}-character contexts "
+                     f"(RAGTruth articles joined), {report['threads']} threads, one record "
+                     "at a time (median)"}
     v = report["halueval_verbatim"]
     out["halueval:verbatim_pass"] = {
         "value": v["pass"], "unit": "share",
@@ -188,6 +258,8 @@ def main() -> int:
     threshold = load_models().thresholds["faithfulness"]
     dev_answers = [m.answer for m in measured]
     dev_scores = cross_validated(measured)
+    unseen_scores = left_out(measured)
+    report: dict[str, Any] = {}
     held = held_out()
     held_scores = shipped(held, args.threads)
     sets: dict[str, Any] = {}
@@ -195,11 +267,15 @@ def main() -> int:
                                   ("held out", held, held_scores)):
         for name in sorted({a.dataset for a in answers}):
             members = [a for a in answers if a.dataset == name]
-            sets[name] = {"part": part} | report_set(members, scores, threshold)
+            sets[name] = {"part": part} | report_set(
+                members, scores, threshold, unseen_scores if part == "development" else None)
     real = [a for a in dev_answers if a.dataset.startswith("ragtruth")]
     sets["ragtruth (both tasks)"] = {"part": "development"} | report_set(
         real, dev_scores, threshold)
-    report = {"threshold": threshold, "sets": sets,
+    report["calibration_error"] = round(calibration_error(dev_answers, dev_scores), 4)
+    report["threads"] = args.threads
+    report["seconds_per_record"] = speed(dev_answers, args.threads)
+    report |= {"threshold": threshold, "sets": sets,
               "halueval_verbatim": verbatim_pass(dev_answers, dev_scores, threshold)}
     print(json.dumps(report, indent=1))
     if not args.no_write:

@@ -76,9 +76,13 @@ def measure(answers: Sequence[Answer], threads: int) -> list[Measured]:
     embedder.load()
 
     def one(a: Answer) -> Measured:
-        record = _Record(embedder, a.question, a.contexts, a.answer,
-                         frozenset({Metric.FAITHFULNESS}))
-        statements, whole = record.measure()
+        try:
+            record = _Record(embedder, a.question, a.contexts, a.answer,
+                             frozenset({Metric.FAITHFULNESS}))
+            statements, whole = record.measure()
+        except Exception as exc:  # the judge's bug: said, and the answer left unmeasured
+            print(f"{a.id}: {type(exc).__name__}: {exc}", file=sys.stderr)
+            return Measured(a, [], {})
         return Measured(a, [(m.statement, m.kind, m.features) for m in statements], whole)
 
     with ThreadPoolExecutor(threads) as pool:
@@ -199,7 +203,7 @@ def fit_models(measured: Sequence[Measured], l2: float = L2) -> dict[str, Logist
     for kind, names in KINDS.items():
         x, y, w = training_rows(measured, kind)
         models[kind] = fit_logistic(x, y, names, l2, w)
-    scored = [m for m in measured if len(m.statements) > 1]
+    scored = [m for m in measured if m.statements]
     x = np.asarray([[with_supports(m.whole, supports(m, models))[n] for n in ANSWER_FEATURES]
                     for m in scored])
     y = np.asarray([0.0 if m.answer.hallucinated else 1.0 for m in scored])
@@ -210,14 +214,10 @@ def fit_models(measured: Sequence[Measured], l2: float = L2) -> dict[str, Logist
 
 
 def answer_score(m: Measured, models: dict[str, LogisticModel]) -> float | None:
-    """An answer of one statement (a short answer, or one sentence) is as faithful as
-    that statement is supported; a longer one is the answer model's reading of its
-    statements' supports."""
+    """The answer model's reading of its statements' supports and its evidence as a
+    whole; None for an answer with nothing to check."""
     if not m.statements:
         return None
-    if len(m.statements) == 1:
-        _, kind, features = m.statements[0]
-        return models[kind].probability(features)
     return models["answer"].probability(with_supports(m.whole, supports(m, models)))
 
 
@@ -231,6 +231,18 @@ def cross_validated(measured: Sequence[Measured], l2: float = L2,
         models = fit(train, l2)
         for m in measured:
             if fold_of(m.answer.group) == fold:
+                scores[m.answer.id] = answer_score(m, models)
+    return scores
+
+
+def left_out(measured: Sequence[Measured], l2: float = L2) -> dict[str, float | None]:
+    """Each answer's faithfulness from the models fitted on every other data set: how
+    the judge does on a kind of data it has never seen."""
+    scores: dict[str, float | None] = {}
+    for name in sorted({m.answer.dataset for m in measured}):
+        models = fit_models([m for m in measured if m.answer.dataset != name], l2)
+        for m in measured:
+            if m.answer.dataset == name:
                 scores[m.answer.id] = answer_score(m, models)
     return scores
 

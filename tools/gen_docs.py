@@ -245,15 +245,20 @@ def _judge_report() -> str:
                     and key.endswith(":pairwise")},
                    key=lambda n: ("held out" in figures[f"{n}:pairwise"]["label"], n))
     lines = ["| data set | scored how | pairwise: judge / lexical / length | "
-             "AUROC: judge / lexical / length | clean passing | hallucinated failing |",
-             "| --- | --- | --- | --- | --- | --- |"]
+             "AUROC: judge / lexical / length | AUROC fitted without the set | "
+             "calibration error | clean passing | hallucinated failing |",
+             "| --- | --- | --- | --- | --- | --- | --- | --- |"]
     for name in names:
         pair, auc = figures[f"{name}:pairwise"], figures[f"{name}:auroc"]
         how = "held out" if "held out" in pair["label"] else "cross-validated"
+        unseen = figures.get(f"{name}:left_out_auroc")
+        error = figures.get(f"{name}:calibration_error")
         lines.append(
             f"| {name} ({pair['pairs']} pairs) | {how} | {pair['value']:.3f} / "
             f"{pair['baseline']:.3f} / {pair['length']:.3f} | {auc['value']:.3f} / "
             f"{auc['baseline']:.3f} / {auc['length']:.3f} | "
+            f"{'' if unseen is None else format(unseen['value'], '.3f')} | "
+            f"{'' if error is None else format(error['value'], '.3f')} | "
             f"{figures[f'{name}:clean_pass']['value']:.2f} | "
             f"{figures[f'{name}:hallucinated_fail']['value']:.2f} |")
     return "\n".join(lines)

@@ -10,6 +10,9 @@ other: those to the same question over the same passages).
   data-to-text test sets (real answers of six LLMs, human labels with the
   hallucinated spans);
 - ``halueval``: HaluEval QA (right answer and two generated hallucinations);
+- ``attributionbench``: AttributionBench's development split (claims of real answers
+  of LLMs and generative search engines to real questions, with their references and
+  a human attribution label); the group is the question;
 - ``public-dev``, ``public-held_out``: our extractive-QA pairs (SQuAD 2.0,
   GermanQuAD, PIAF, SQuAD-es, CMRC 2018), a right answer and a wrong one from the
   same passage; ``held_out`` is never fitted on.
@@ -79,6 +82,18 @@ def halueval(data: Path) -> list[Answer]:
     return out
 
 
+def attributionbench(data: Path) -> list[Answer]:
+    """Each claim is an answer of its own, read against its references; "not
+    attributable" is hallucinated. Claims to one question share a fold and a pair."""
+    out = []
+    for i, row in enumerate(_jsonl(data / "attributionbench-dev.jsonl")):
+        group = f"ab-{row['question']}"
+        out.append(Answer("attributionbench", f"ab-{i}", group, group, str(row["question"]),
+                          tuple(str(r) for r in row["references"]),  # type: ignore[attr-defined]
+                          str(row["claim"]), row["attribution_label"] != "attributable"))
+    return out
+
+
 def public_pairs(part: str) -> list[Answer]:
     """``part``: "dev" or "held_out". The group is the passage (``p12`` of ``p12q0-swap``)
     in its language's set."""
@@ -115,7 +130,7 @@ def dev_cases() -> list[Answer]:
 def development(data: Path) -> list[Answer]:
     """Everything the judge is fitted on (cross-validated by ``group``)."""
     return [*ragtruth("summary", data), *ragtruth("data2txt", data), *halueval(data),
-            *public_pairs("dev")]
+            *attributionbench(data), *public_pairs("dev")]
 
 
 def held_out() -> list[Answer]:

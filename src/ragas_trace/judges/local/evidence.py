@@ -15,7 +15,14 @@ from ragas_trace.judges.local.embedder import Vectors
 from ragas_trace.judges.local.lexicon import STOPWORDS
 from ragas_trace.judges.local.numbers import parts, value
 from ragas_trace.judges.local.structured import yes_no_field
-from ragas_trace.judges.local.tokens import Kind, Token, Vocabulary, content_tokens
+from ragas_trace.judges.local.tokens import (
+    Kind,
+    Token,
+    Vocabulary,
+    content_tokens,
+    fold_accents,
+    normalise,
+)
 from ragas_trace.metrics.sentences import split_sentences
 
 # A sentence that opens with a subject pronoun continues the previous sentence's
@@ -52,6 +59,7 @@ class Evidence:
     fields: tuple[tuple[tuple[str, ...], bool], ...] = ()
     numbers: tuple[float, ...] = ()  # the values of its plain numbers
     clock: frozenset[int] = frozenset()  # the whole numbers in its times, ranges, dates
+    flat: str = ""  # all of it, case, accents and spacing folded: for verbatim spans
 
     @property
     def texts(self) -> list[str]:
@@ -92,7 +100,13 @@ def build_evidence(contexts: Sequence[str]) -> Evidence:
     return Evidence(tuple(sentences), vocabulary, tuple(compared), frozenset(words),
                     frozenset(bigrams), tuple(fields),
                     tuple(v for v in map(value, number_keys) if v is not None),
-                    frozenset(p for k in number_keys if k[:1].isdigit() for p in parts(k)))
+                    frozenset(p for k in number_keys if k[:1].isdigit() for p in parts(k)),
+                    folded("\n".join(contexts)))
+
+
+def folded(text: str) -> str:
+    """Case, accents and spacing folded: two texts that differ only in those match."""
+    return " ".join(fold_accents(normalise(text)).split())
 
 
 _PLAIN = re.compile(r"[\u3400-\u9fff]|[^\W_]+")

@@ -23,7 +23,7 @@ import numpy as np
 
 from ragas_trace.judges.local.comparisons import reversed_comparisons
 from ragas_trace.judges.local.embedder import Vectors
-from ragas_trace.judges.local.evidence import Evidence, plain_words
+from ragas_trace.judges.local.evidence import Evidence, folded, plain_words
 from ragas_trace.judges.local.negation import is_negated
 from ragas_trace.judges.local.numbers import near, same_clock
 from ragas_trace.judges.local.substitution import substitutions
@@ -275,15 +275,27 @@ ANSWER_FEATURES = (
     "mean_support", "min_support", "log_support", "answer_exact_coverage",
     "answer_bigram_share", "missing_facts", "missing_words", "min_local",
     "mean_local", "short", "mean_similarity", "min_similarity",
+    "word_overlap", "raw_word_overlap", "missing_distinct", "log_statements",
+    "verbatim_share", "min_exact",
 )
 
 
+def word_overlap(text: str, evidence: Evidence) -> tuple[float, int]:
+    """The share of the text's distinct content words that the context holds, as
+    written (the word-overlap baseline every judge is measured against), and how many
+    it lacks."""
+    own = set(plain_words(text))
+    missing = len(own - evidence.words)
+    return (1.0 - missing / len(own) if own else 1.0), missing
+
+
 def answer_evidence(statements: Sequence[str], features: Sequence[Mapping[str, float]],
-                    evidence: Evidence, short: bool) -> dict[str, float]:
+                    evidence: Evidence, short: bool, answer: str) -> dict[str, float]:
     """The answer's evidence as a whole: what the context holds of all its words
     together (one invented phrase in a long answer moves a mean of supports little;
-    the answer's score should move more). ``with_supports`` adds its statements'
-    supports."""
+    the answer's score should move more), the raw ``answer`` with its wrapping
+    included. ``with_supports`` adds its statements' supports."""
+    overlap, missing = word_overlap(" ".join(statements), evidence)
     plain = [w for s in statements for w in plain_words(s)]
     pairs = [b for s in statements for b in itertools.pairwise(plain_words(s))]
     sentences = [f for f in features if "local_coverage" in f]
@@ -302,6 +314,14 @@ def answer_evidence(statements: Sequence[str], features: Sequence[Mapping[str, f
         "mean_similarity": float(np.mean([f["similarity"] for f in sentences]))
         if sentences else 1.0,
         "min_similarity": min((f["similarity"] for f in sentences), default=1.0),
+        "word_overlap": overlap,
+        "raw_word_overlap": word_overlap(answer, evidence)[0],
+        "missing_distinct": math.log1p(missing),
+        "log_statements": math.log(max(1, len(statements))),
+        # Statements the context holds word for word (a short answer: as written).
+        "verbatim_share": sum(1 for s in statements if (wanted := folded(s).strip(" .!?。"))
+                              and wanted in evidence.flat) / max(1, len(statements)),
+        "min_exact": min((f["exact_coverage"] for f in sentences), default=overlap),
     }
 
 

@@ -39,6 +39,14 @@ from ragas_trace.judges.local.lexicon import is_noncommittal, question_parts
 from ragas_trace.judges.local.scoring import answer_relevance, sentence_need
 from ragas_trace.judges.local.structured import flatten_passage
 from ragas_trace.judges.local.support_model import SupportModelError, SupportModels, load_models
+from ragas_trace.judges.local.tokens import content_tokens
+from ragas_trace.judges.local.windows import (
+    ALL_SENTENCES,
+    PER_QUESTION,
+    PER_STATEMENT,
+    SentenceIndex,
+    narrowed,
+)
 from ragas_trace.metrics.sentences import split_sentences
 from ragas_trace.results import (
     ALL_METRICS,
@@ -49,10 +57,11 @@ from ragas_trace.results import (
     StatementVerdict,
 )
 
-# Past these, the token matching and the embedding of every sentence would take
-# longer than a per-record timeout (measured: bench/local_judge_long_inputs.py).
-MAX_CONTEXT_CHARS = 12_000  # ~2,000 words: three 630-word passages
-MAX_ANSWER_CHARS = 4_000
+# Cost is linear in the context's and the answer's length (each statement is read
+# against a bounded number of windows); these only bound the time of one record, far
+# above what RAG apps pass (bench/local_judge_long_inputs.py).
+MAX_CONTEXT_CHARS = 250_000
+MAX_ANSWER_CHARS = 50_000
 
 
 class LocalJudge:
@@ -225,15 +234,29 @@ class _Record:
         self.rarity = embedder.rarity
         self.question_parts = question_parts(self.question) \
             if Metric.CONTEXT_RELEVANCE in metrics else []
+        # A long context: each statement (and the question) is read against its own
+        # window of sentences, and only those are embedded (``windows``).
+        self.windows: dict[str, list[int]] | None = None
+        if len(self.sentence_texts) > ALL_SENTENCES:
+            self.evidence = build_evidence(self.contexts)
+            index = SentenceIndex(self.evidence)
+            self.windows = {s: index.best(content_tokens(s), self.rarity, PER_STATEMENT)
+                            for s in self.statements}
+            if self.question:
+                asked = " ".join((self.question, *self.question_parts))
+                self.windows[self.question] = index.best(content_tokens(asked), self.rarity,
+                                                         PER_QUESTION)
         self.texts = self._texts_to_embed()
         # The model runs on the embedder's workers (if it has any) while this thread
         # prepares the context's tokens.
         self.pending = embedder.start(self.texts) if self.texts else None
-        self.evidence: Evidence = build_evidence(self.contexts)
+        if self.windows is None:
+            self.evidence = build_evidence(self.contexts)
 
     def _prepare(self) -> tuple[_VecFn, Vectors, FramedSupport | None]:
-        """Wait for the vectors; the context's sentence vectors and a short answer's
-        reading in the question's frame."""
+        """Wait for the vectors; the context's sentence vectors (all of them, or none
+        when the context is read in windows) and a short answer's reading in the
+        question's frame."""
         texts = self.texts
         vectors = self.pending.result() if self.pending else np.zeros((0, 0), np.float32)
         index = {t: i for i, t in enumerate(texts)}
@@ -243,11 +266,25 @@ class _Record:
             return row
 
         sentence_vectors = np.stack([vec(t) for t in self.evidence.texts]) \
-            if self._context_needed() else np.zeros((0, 1), np.float32)
-        framed = framed_support(self.question, vec(self.question), self.answer_parts[0],
-                                self.evidence, sentence_vectors, self.rarity) \
-            if self.short and self._context_needed() else None
+            if self._context_needed() and self.windows is None \
+            else np.zeros((0, 1), np.float32)
+        framed = None
+        if self.short and self._context_needed():
+            evidence, own = self._read_against(self.statements[0] if self.statements
+                                               else self.question, vec, sentence_vectors)
+            framed = framed_support(self.question, vec(self.question), self.answer_parts[0],
+                                    evidence, own, self.rarity)
         return vec, sentence_vectors, framed
+
+    def _read_against(self, text: str, vec: _VecFn, sentence_vectors: Vectors
+                      ) -> tuple[Evidence, Vectors]:
+        """The context ``text`` is read against, and its sentences' vectors: the whole
+        context, or in a long one the text's window."""
+        if self.windows is None:
+            return self.evidence, sentence_vectors
+        window = self.windows.get(text) or self.windows.get(self.question, [0])
+        return narrowed(self.evidence, window), np.stack(
+            [vec(self.evidence.sentences[i].text) for i in window])
 
     def measure(self) -> tuple[list[Measured], dict[str, float]]:
         """Each statement's measured evidence, as the support models read it (empty
@@ -259,7 +296,7 @@ class _Record:
     def _answer_evidence(self, measured: list[Measured]) -> dict[str, float]:
         return answer_evidence([m.statement for m in measured] if not self.short
                                else self.answer_parts, [m.features for m in measured],
-                               self.evidence, self.short)
+                               self.evidence, self.short, self.answer)
 
     def _measured(self, vec: _VecFn, sentence_vectors: Vectors,
                   framed: FramedSupport | None) -> list[Measured]:
@@ -270,10 +307,13 @@ class _Record:
                 return []
             return [Measured(self.statements[0], "short", framed.features, framed.reason)]
         units = _with_adjacent_pairs(sentence_vectors)
-        found: list[StatementEvidence] = [
-            statement_evidence(s, vec(s), self.evidence, units, self.rarity,
-                               similarity_of=self._similarity, known=self.embedder.knows)
-            for s in self.statements]
+        found: list[StatementEvidence] = []
+        for s in self.statements:
+            evidence, own = self._read_against(s, vec, sentence_vectors)
+            found.append(statement_evidence(
+                s, vec(s), evidence, units if self.windows is None
+                else _with_adjacent_pairs(own), self.rarity,
+                similarity_of=self._similarity, known=self.embedder.knows))
         return [Measured(s, "statement", e.features, e.reason())
                 for s, e in zip(self.statements, found, strict=True)]
 
@@ -305,16 +345,18 @@ class _Record:
         if self.question and self.answer and Metric.ANSWER_RELEVANCE in self.metrics:
             wanted += [self.question, *self.answer_parts]
         if self._context_needed():
-            wanted += [self.question, *self.question_parts, *self.statements,
-                       *self.sentence_texts]
+            sentences = self.sentence_texts if self.windows is None else [
+                self.sentence_texts[i] for i in sorted({i for w in self.windows.values()
+                                                        for i in w})]
+            wanted += [self.question, *self.question_parts, *self.statements, *sentences]
         return list(dict.fromkeys(t for t in wanted if t))
 
     def _faithfulness(self, measured: list[Measured], models: SupportModels
                       ) -> tuple[MetricResult, tuple[StatementVerdict, ...]]:
-        """The fitted probability that the answer holds no unsupported statement: for
-        an answer of one statement its support, else read from its statements' fitted
-        supports and its evidence as a whole. Each statement's verdict is its
-        own support cut at one half."""
+        """The fitted probability that the answer holds no unsupported statement, read
+        from its statements' fitted supports and its evidence as a whole (the share of
+        its words the context holds among them). Each statement's verdict is its own
+        support cut at one half."""
         if not self.answer:
             return MetricResult.unscored(MetricStatus.NO_ANSWER), ()
         if not self.evidence.sentences:
@@ -327,8 +369,6 @@ class _Record:
                    .probability(m.features) for m in measured]
         verdicts = tuple(StatementVerdict(m.statement, d >= 0.5, f"support {d:.2f}: {m.reason}")
                          for m, d in zip(measured, degrees, strict=True))
-        if len(degrees) == 1:  # one statement: its support is the answer's
-            return MetricResult.scored(degrees[0]), verdicts
         answer = with_supports(self._answer_evidence(measured), degrees)
         return MetricResult.scored(models.answer.probability(answer)), verdicts
 
@@ -371,9 +411,12 @@ class _Record:
         if not self.evidence.sentences:
             return MetricResult.unscored(MetricStatus.NO_CONTEXT), ()
         questions = [(q, vec(q)) for q in (self.question, *self.question_parts)]
-        needs = sentence_need(questions, self.evidence, sentence_vectors, self.rarity)
-        kept = tuple(s for s, n in zip(self.evidence.texts, needs, strict=True) if n >= 0.5)
-        return MetricResult.scored(float(np.mean(needs))), kept
+        # In a long context only the question's window is scored: the sentences that
+        # hold none of its terms count as not needed.
+        evidence, vectors = self._read_against(self.question, vec, sentence_vectors)
+        needs = sentence_need(questions, evidence, vectors, self.rarity)
+        kept = tuple(s for s, n in zip(evidence.texts, needs, strict=True) if n >= 0.5)
+        return MetricResult.scored(float(sum(needs)) / len(self.evidence.sentences)), kept
 
 
 def _with_adjacent_pairs(vectors: Vectors) -> Vectors:

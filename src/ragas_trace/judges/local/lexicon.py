@@ -161,6 +161,20 @@ _ALTERNATIVES = re.compile(
 COMPARISON = re.compile(r"\s(than|als)\s|比", re.IGNORECASE)
 
 
+# A question a yes or a no answers: it opens with an auxiliary verb ("Is it covered?",
+# "Does it ship abroad?", "Kann man ...?").
+_YES_NO_QUESTION = re.compile(
+    r"^\W*(is|are|was|were|do|does|did|can|could|will|would|should|shall|has|have|had|may"
+    r"|might|must|ist|sind|war|waren|kann|können|hat|haben|wird|werden|gibt|est-ce)\b",
+    re.IGNORECASE)
+_YES_NO_REPLY = re.compile(r"^\W*(yes|no|nope|yeah|ja|nein|oui|non|sí|si)\b", re.IGNORECASE)
+
+
+def replies_yes_no(question: str, answer: str) -> bool:
+    """Whether the answer opens with a yes or a no to a question that asks for one."""
+    return bool(_YES_NO_QUESTION.search(question)) and bool(_YES_NO_REPLY.search(answer))
+
+
 def alternatives(question: str) -> tuple[str, str] | None:
     """The two options of an alternative question ("Jupiter or Saturn"), if any."""
     match = _ALTERNATIVES.search(question)

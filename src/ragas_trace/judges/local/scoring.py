@@ -15,11 +15,14 @@ from ragas_trace.judges.local.embedder import Vectors
 from ragas_trace.judges.local.evidence import PAIR_DISCOUNT, Evidence, with_antecedents
 from ragas_trace.judges.local.lexicon import (
     CJK_FUNCTION_CHARS,
+    CJK_NUMERALS,
     COMPARISON,
+    NUMBER_WORDS,
     VAGUE_WORDS,
     Expects,
     alternatives,
     expectations,
+    replies_yes_no,
 )
 from ragas_trace.judges.local.tokens import (
     Kind,
@@ -80,7 +83,9 @@ def answer_relevance(
     informativeness = new_weight / (new_weight + 1.0)
     options = alternatives(question)
     chooses = options is not None and _chooses(answer, answer_tokens, options)
-    if chooses:  # "Jupiter or Saturn?" - "Jupiter is": picking one is the answer
+    # "Jupiter or Saturn?" - "Jupiter is": picking one is the answer; so is "Yes, ..."
+    # to "Is the battery covered?", which need add no word the question lacks.
+    if chooses or replies_yes_no(question, answer):
         informativeness = 1.0
     vague = vague_count(answer)
     unmet = [kind for kind in expectations(question) if not meets(kind, new)]
@@ -119,8 +124,9 @@ def _chooses(answer: str, tokens: Sequence[Token], options: tuple[str, str]) -> 
 
 def meets(kind: Expects, new: Sequence[Token]) -> bool:
     """Whether the tokens hold the kind of fact a question asks for."""
-    if kind is Expects.NUMBER:
-        return any(t.kind is Kind.NUMBER for t in new)
+    if kind is Expects.NUMBER:  # "three hours" answers "how long" as "3 hours" does
+        return any(t.kind is Kind.NUMBER or normalise(t.text) in NUMBER_WORDS
+                   or CJK_NUMERALS.intersection(t.text) for t in new)
     if kind is Expects.NAME:
         return any(t.kind is Kind.NAME or (t.kind is Kind.WORD and t.text[:1].isupper())
                    for t in new)

@@ -82,7 +82,9 @@ def content_tokens(text: str) -> list[Token]:
     tokens: list[Token] = []
     for m in _TOKEN.finditer(_CJK_RUN.sub(lambda r: " " * len(r.group(0)), text)):
         raw = m.group(0)
-        if raw[-1].isdigit():
+        # A number is what the pattern's \d matched: a decimal digit (isdecimal), not
+        # any digit-like character (isdigit takes "²" and "①", which \d does not).
+        if raw[-1].isdecimal():
             tokens.append(Token(raw, _number_key(raw), Kind.NUMBER, m.start()))
             continue
         low = normalise(raw)

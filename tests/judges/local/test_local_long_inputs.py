@@ -1,0 +1,64 @@
+"""Contexts and answers of any length are scored: past ``ALL_SENTENCES`` sentences each
+statement is read against its own window, and only the windows are embedded, so the
+work grows with the lengths, not with their product. Our own examples."""
+
+from ragas_trace.judges.local import LocalJudge
+from ragas_trace.judges.local.judge import _Record
+from ragas_trace.judges.local.windows import ALL_SENTENCES, PER_QUESTION, PER_STATEMENT
+from ragas_trace.results import ALL_METRICS, Metric, MetricStatus
+
+F, AR, CR = Metric.FAITHFULNESS, Metric.ANSWER_RELEVANCE, Metric.CONTEXT_RELEVANCE
+
+FILLER = [f"Shed {i} of the Orlund depot stores {kind} for the winter fleet."
+          for i in range(1, 1200) for kind in ("rope",)]
+FACT = "The Orlund depot was opened in 1871 by the harbour master Mette Halvorsen."
+
+
+def long_context(at: int) -> str:
+    """About 80,000 characters with one sentence about the depot's opening at ``at``."""
+    sentences = [*FILLER[:at], FACT, *FILLER[at:]]
+    return " ".join(sentences)
+
+
+def test_a_fact_deep_in_a_long_context_supports_the_answer(judge: LocalJudge,
+                                                            passing: float) -> None:
+    context = long_context(1000)
+    question = "Who opened the Orlund depot, and when?"
+    right = judge.evaluate_sync(question, [context],
+                                "The depot was opened in 1871 by Mette Halvorsen.")
+    wrong = judge.evaluate_sync(question, [context],
+                                "The depot was opened in 1903 by Karl Brandt.")
+    assert len(context) > 75_000
+    assert right.result(F).status is MetricStatus.SCORED
+    assert right.result(F).value is not None and right.result(F).value >= passing
+    assert wrong.result(F).value is not None and wrong.result(F).value < passing
+    assert FACT in right.kept_sentences  # context relevance found it too
+    assert right.context_sentences == len(FILLER) + 1
+
+
+def test_only_the_windows_of_a_long_context_are_embedded(judge: LocalJudge) -> None:
+    context = long_context(600)
+    answer = " ".join(["The depot was opened in 1871.", "Mette Halvorsen opened it.",
+                       "Shed 7 stores rope."])
+    record = _Record(judge._embedder, "Who opened the Orlund depot?", [context], answer,
+                     ALL_METRICS)
+    sentences = [t for t in record.texts if t in set(FILLER) | {FACT}]
+    assert len(FILLER) > 10 * ALL_SENTENCES
+    # Each statement's window and the question's, with a neighbour each at most.
+    assert 0 < len(sentences) <= 2 * (3 * PER_STATEMENT + PER_QUESTION)
+    assert FACT in sentences
+
+
+def test_a_long_answer_over_a_long_context_is_scored() -> None:
+    judge = LocalJudge(threads=1)
+    context = long_context(300)
+    answer = " ".join(f"Shed {i} of the Orlund depot stores rope for the winter fleet."
+                      for i in range(1, 330))  # ~20,000 characters, all supported
+    scores = judge.evaluate_sync("What do the sheds of the Orlund depot store?", [context],
+                                 answer + " The depot also builds ships for the navy.")
+    assert len(answer) > 20_000
+    for metric in (F, AR, CR):
+        assert scores.result(metric).status is MetricStatus.SCORED, scores.result(metric)
+    assert len(scores.statements) == 330
+    unsupported = [v for v in scores.statements if not v.supported]
+    assert [v.statement for v in unsupported] == ["The depot also builds ships for the navy."]
