@@ -28,9 +28,12 @@ demo: install-demo
 	$(VENV)/bin/ragas-trace demo --out demo-out
 
 # Phoenix in a virtualenv of its own: its dependencies must not shape the project's.
+# The install's seconds and size go to install.txt, which make phoenix prints.
 $(PHOENIX_VENV)/bin/phoenix:
-	python3 -m venv $(PHOENIX_VENV)
-	$(PHOENIX_VENV)/bin/pip install -q arize-phoenix==20.26.1
+	@echo "make phoenix: installing Phoenix into $(PHOENIX_VENV) (first run only: a few minutes, about 850 MB)"
+	@started=$$(date +%s) && python3 -m venv $(PHOENIX_VENV) && \
+	$(PHOENIX_VENV)/bin/pip install -q arize-phoenix==20.26.1 && \
+	echo "$$(( $$(date +%s) - started )) $$(du -sm $(PHOENIX_VENV) | cut -f1)" > $(PHOENIX_VENV)/install.txt
 
 # Starts Phoenix on 127.0.0.1, sends the demo with annotations, prints the trace list's
 # URL and keeps Phoenix up until Ctrl-C or make phoenix-stop (by its pidfile).

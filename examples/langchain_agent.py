@@ -3,6 +3,7 @@ RAG agent" tutorial), traced and scored by ragas-trace. Runs offline: a scripted
 chat model, an in-memory vector store and the local judge. The README's quick start
 is the part between the QUICK START markers, so it runs as pasted.
 
+    pip install -e '.[langgraph,local]'   # in a clone of this repository
     python examples/langchain_agent.py
 
 Real model: change the `vector_store = ...` line (your store and embeddings) and the

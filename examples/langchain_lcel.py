@@ -3,6 +3,7 @@ by ragas-trace, with the callback handler passed to one call. Runs offline: a fa
 chat model, an in-memory vector store and the local judge. The README's quick start
 is the part between the QUICK START markers, so it runs as pasted.
 
+    pip install -e '.[demo]'   # in a clone of this repository
     python examples/langchain_lcel.py
 
 Real model: change the `vector_store = ...` line (your store and embeddings, e.g.

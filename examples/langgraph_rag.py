@@ -3,6 +3,7 @@ app" tutorial): the retrieve node calls ``similarity_search`` and writes the
 Documents into the state, which is where ragas-trace finds the passages. Runs
 offline: a fake chat model, an in-memory vector store and the local judge.
 
+    pip install -e '.[langgraph,local]'   # in a clone of this repository
     python examples/langgraph_rag.py
 """
 

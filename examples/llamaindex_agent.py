@@ -2,6 +2,7 @@
 one root span per question (the agent's run) carrying the question, the passages its
 tool retrieved and the agent's final answer, with a TOOL span for the tool call.
 
+    pip install -e '.[llamaindex,local]'   # in a clone of this repository
     python examples/llamaindex_agent.py
 
 llama-index-core's ``MockFunctionCallingLLM`` plays the agent's model (it calls the

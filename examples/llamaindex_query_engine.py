@@ -3,6 +3,7 @@ judge, ``llamaindex.instrument()``, one question, then the scores on the root sp
 The README's quick start is the part between the QUICK START markers, so it runs as
 pasted.
 
+    pip install -e '.[llamaindex,local]'   # in a clone of this repository
     python examples/llamaindex_query_engine.py
 
 Real model: change the `index = ...` line (your embedding model as `embed_model`, or

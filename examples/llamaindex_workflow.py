@@ -2,6 +2,7 @@
 scored offline: the run is the request's root, its question the start event's
 ``query``, its answer the ``StopEvent`` result, its passages the retrieve step's.
 
+    pip install -e '.[llamaindex,local]'   # in a clone of this repository
     python examples/llamaindex_workflow.py
 """
 

@@ -1,6 +1,7 @@
 """Score one question, its retrieved passages and the answer with the offline local
-judge: no API key, no network. Needs the ``local`` extra.
+judge: no API key, no network.
 
+    pip install -e '.[local]'   # in a clone of this repository
     python examples/score_one_record.py
 
 Expected output: faithfulness

@@ -2,8 +2,9 @@
 what an app exports to it over OTLP. The gateway scores the RAG traces and forwards
 every span to the next hop, here a small OTLP receiver that prints the scores it
 gets. Offline: the app is the demo's LangChain chain, the judge the local
-one. Needs the ``langchain``, ``local`` and ``otlp`` extras.
+one. The ``demo`` extra is ``langchain``, ``local`` and ``otlp``.
 
+    pip install -e '.[demo]'   # in a clone of this repository
     python examples/service_mode.py
 
 Expected output: scored

@@ -24,9 +24,14 @@ Sources, by block name:
     judge-report          bench/results/local_judge_report.json, one row per data set
     cli-help[-COMMAND]    ``ragas-trace [COMMAND] --help``, 100 columns wide
     screenshot            the Phoenix screenshot (tools/phoenix_screenshot.py), once it exists
-    examples              examples/*.py and the first sentence of each one's docstring
-    quickstart-NAME       examples/NAME.py between its QUICK START markers, and the
-                          docstring's "Real model:" sentence (the lines to change)
+    examples              examples/*.py, the first sentence of each one's docstring and
+                          the install line it runs after
+    quickstart-NAME       examples/NAME.py between its QUICK START markers, the install
+                          line it runs after and the docstring's "Real model:" sentence
+                          (the lines to change); a link to the script from the README,
+                          its path under docs/ (the site holds no examples/)
+    thresholds            the pass thresholds: the local judge's own (its
+                          support_model.json) and the LLM judges' defaults
 
 The figures tables have a verdict column: a target is met only when every run a
 figure records clears it, or the one run of an ``exact`` figure (a count a re-run
@@ -63,6 +68,11 @@ _QUICK_START = re.compile(r"^# BEGIN QUICK START\n(?P<code>.*?)^# END QUICK STAR
                           re.DOTALL | re.MULTILINE)
 _REAL_MODEL = re.compile(r"^Real model: (?P<text>.*?)(?:\n\n|\Z)", re.DOTALL | re.MULTILINE)
 QUICK_STARTS = ("langchain_lcel", "langchain_agent", "llamaindex_query_engine")
+# The README's one quick start: it runs after the README's set-up (make demo).
+README_QUICK_START = "langchain_lcel"
+# The line in an example's docstring that installs what it needs, from a clone.
+_INSTALL = re.compile(r"^\s*(?P<line>pip install -e '\.\[(?P<extras>[\w,-]+)\]')",
+                      re.MULTILINE)
 _BLOCK = re.compile(
     r"(?P<begin><!-- BEGIN GENERATED: (?P<name>[\w-]+) -->\n)"
     r"(?P<body>.*?)"
@@ -314,26 +324,53 @@ def quick_start_code(script: Path) -> str:
     return match["code"].rstrip("\n")
 
 
-def _quick_start(name: str) -> Callable[[], str]:
-    def render() -> str:
-        script = ROOT / "examples" / f"{name}.py"
-        doc = ast.get_docstring(ast.parse(script.read_text(encoding="utf-8"))) or ""
-        real = _REAL_MODEL.search(doc)
-        if real is None:
-            raise ValueError(f"{script.name}: no 'Real model:' sentence in the docstring")
-        return (f"```python\n{quick_start_code(script)}\n```\n\n"
-                f"Offline as it stands ([`examples/{script.name}`](examples/{script.name}), "
-                f"run by the tests). For a real model: {' '.join(real['text'].split())}")
-    return render
+def install_line(script: Path) -> str:
+    """The ``pip install -e '.[EXTRAS]'`` line of ``script``'s docstring: what it runs
+    after, in a clone of the repository."""
+    doc = ast.get_docstring(ast.parse(script.read_text(encoding="utf-8"))) or ""
+    match = _INSTALL.search(doc)
+    if match is None:
+        raise ValueError(f"{script.name}: no \"pip install -e '.[EXTRAS]'\" line in the "
+                         "docstring")
+    return match["line"]
+
+
+def _quick_start(name: str, *, linked: bool) -> str:
+    script = ROOT / "examples" / f"{name}.py"
+    doc = ast.get_docstring(ast.parse(script.read_text(encoding="utf-8"))) or ""
+    real = _REAL_MODEL.search(doc)
+    if real is None:
+        raise ValueError(f"{script.name}: no 'Real model:' sentence in the docstring")
+    where = (f"[`examples/{script.name}`](examples/{script.name})" if linked
+             else f"`examples/{script.name}`")
+    return (f"```python\n{quick_start_code(script)}\n```\n\n"
+            f"Runs offline after `{install_line(script)}` ({where}; the tests run it in a "
+            f"fresh virtualenv made by that line). For a real model: "
+            f"{' '.join(real['text'].split())}")
 
 
 def _examples() -> str:
-    lines = ["| script | what it shows |", "| --- | --- |"]
+    lines = ["| script | what it shows | runs after |", "| --- | --- | --- |"]
     for script in example_scripts():
         doc = ast.get_docstring(ast.parse(script.read_text(encoding="utf-8"))) or ""
         first = " ".join(doc.split("\n\n")[0].split())
         sentence = _LITERAL.sub(r"`\1`", first.split(". ")[0].rstrip("."))
-        lines.append(f"| `{script.name}` | {_cell(sentence)} |")
+        lines.append(f"| `{script.name}` | {_cell(sentence)} | `{install_line(script)}` |")
+    return "\n".join(lines)
+
+
+def _thresholds() -> str:
+    """Each metric's pass mark, read from the judges: a refit of the local judge
+    changes this table when ``gen_docs`` runs, never a number typed in a page."""
+    from ragas_trace.judges.base import judge_thresholds
+    from ragas_trace.judges.local.judge import LocalJudge
+    from ragas_trace.results import DEFAULT_THRESHOLDS, Metric
+
+    local = judge_thresholds(LocalJudge())  # what setup() and the demo label with
+    lines = ["| metric | local judge (fitted, `support_model.json`) | LLM judges (default) |",
+             "| --- | --- | --- |"]
+    lines += [f"| {metric} | {local[metric]:g} | {DEFAULT_THRESHOLDS[metric]:g} |"
+              for metric in Metric]
     return "\n".join(lines)
 
 
@@ -355,7 +392,7 @@ GENERATORS: dict[str, Callable[[], str]] = {
     "judge-report": _judge_report,
     "screenshot": _screenshot,
     "examples": _examples,
-    **{f"quickstart-{name}": _quick_start(name) for name in QUICK_STARTS},
+    "thresholds": _thresholds,
     "cli-help": _cli_help(),
     **{f"cli-help-{c}": _cli_help(c) for c in ("demo", "serve", "eval", "score")},
 }
@@ -368,6 +405,7 @@ def documents() -> Iterator[Path]:
 
 
 _FROM = "figures-from-"
+_QUICK = "quickstart-"
 _INLINE = re.compile(r"(?P<begin><!-- figure: (?P<name>\w+)/(?P<key>[^ ]+) -->)"
                      r"(?P<body>[^<]*)(?P<end><!-- /figure -->)")
 
@@ -385,6 +423,10 @@ def render(text: str, where: str) -> str:
         generate = GENERATORS.get(name)
         if generate is None and name.startswith(_FROM):
             generate = functools.partial(_figures, only=name[len(_FROM):])
+        if generate is None and name.startswith(_QUICK):
+            # A link from the README (at the root); a path on the site's pages.
+            generate = functools.partial(_quick_start, name[len(_QUICK):],
+                                         linked=Path(where).resolve().parent == ROOT)
         if generate is None:
             raise ValueError(f"{where}: no generator for block {name!r}")
         try:

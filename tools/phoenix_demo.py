@@ -219,6 +219,8 @@ def start(state: Path, service: str, demo_args: list[str]) -> int:
             return 1
         print(f"\nPhoenix holds {held}.")
         print(f"Traces: {url}/projects/{project['id']}/traces", flush=True)
+        for line in where_the_scores_are(executable):
+            print(line)
         print(f"Phoenix keeps running (pid {proc.pid}): Ctrl-C here, or make phoenix-stop, "
               "stops it.", flush=True)
         proc.wait()
@@ -234,6 +236,22 @@ def start(state: Path, service: str, demo_args: list[str]) -> int:
         pidfile = state / PIDFILE_NAME
         if pidfile.is_file() and pidfile.read_text().split()[:1] == [str(proc.pid)]:
             pidfile.unlink()
+
+
+def where_the_scores_are(executable: Path) -> list[str]:
+    """What to click for the scores (Phoenix 20.26.1 shows no score column by
+    default), and what the first run cost when the Makefile measured it."""
+    lines = ["Scores: click a trace: its header shows faithfulness, answer relevance and "
+             "context relevance;",
+             "        or, in the trace list, Columns -> faithfulness for a column of scores."]
+    try:
+        seconds, megabytes = (int(v) for v in
+                              (executable.parents[1] / "install.txt").read_text().split())
+    except (OSError, ValueError):
+        return lines  # installed another way: nothing measured
+    lines.append(f"First run: Phoenix installed in {seconds // 60} min {seconds % 60} s, "
+                 f"{megabytes} MB in {executable.parents[1]}; later runs reuse it.")
+    return lines
 
 
 def send_demo(url: str, service: str, demo_args: list[str]) -> int:

@@ -17,12 +17,13 @@ def test_version_is_the_installed_distributions(capsys: pytest.CaptureFixture[st
     assert capsys.readouterr().out.strip() == f"ragas-trace {metadata.version('ragas-trace')}"
 
 
-@pytest.mark.parametrize("command", ["demo", "serve", "eval", "score"])
-def test_help_is_plain_text(command: str, capsys: pytest.CaptureFixture[str]) -> None:
+@pytest.mark.parametrize("command", [["demo"], ["serve"], ["eval"], ["score"], ["alerts"],
+                                     ["alerts", "simulate"]], ids=" ".join)
+def test_help_is_plain_text(command: list[str], capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit):
-        main([command, "--help"])
+        main([*command, "--help"])
     out = capsys.readouterr().out
-    assert f"ragas-trace {command}" in out
+    assert f"ragas-trace {' '.join(command)}" in out
     assert "``" not in out
 
 

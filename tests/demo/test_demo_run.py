@@ -13,7 +13,12 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTrace
 
 from ragas_trace import semconv as sc
 from ragas_trace.cli.main import main
+from ragas_trace.demo.answers import _EVASIONS
+from ragas_trace.demo.corpus import PASSAGES
+from ragas_trace.demo.report import summary
 from ragas_trace.demo.runner import DemoOptions, run_demo
+from ragas_trace.judges.local.judge import LocalJudge
+from ragas_trace.metrics.sentences import split_sentences
 from ragas_trace.results import Metric
 from ragas_trace.testing.otlp_receiver import OtlpHttpReceiver, WireSpan
 
@@ -109,7 +114,7 @@ def test_cli_prints_the_table_and_writes_the_file(tmp_path: Path,
     assert main(["demo", "--requests", "3", "--out", str(tmp_path), "--seed", "1"]) == 0
     out = capsys.readouterr().out
     header = out.splitlines()[0]
-    for column in ("question", "faith", "ans-rel", "ctx-rel", "answer", "worst statement"):
+    for column in ("question", "faith", "ans-rel", "ctx-rel", "answer", "why"):
         assert column in header
     assert "3 requests, 3 scored" in out
     assert len(_rag_roots(_read_spans(tmp_path / "spans.jsonl"))) == 3
@@ -145,3 +150,38 @@ def test_cli_explains_a_missing_api_key(tmp_path: Path, monkeypatch: pytest.Monk
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     assert main(["demo", "--requests", "1", "--out", str(tmp_path), "--judge", "openai"]) == 2
     assert "API key" in capsys.readouterr().err
+
+
+def test_make_demo_labels_copied_answers_pass_and_invented_ones_fail(tmp_path: Path) -> None:
+    """The run ``make demo`` makes (40 requests, seed 0), labelled with the local
+    judge's own thresholds: every answer copied word for word from the passages passes
+    faithfulness, every invented one fails it and says why, evasive ones make no
+    statement; the summary counts only the invented ones as unfaithful."""
+    result = run_demo(DemoOptions(out_dir=tmp_path))
+    thresholds = LocalJudge().thresholds
+    assert result.thresholds == thresholds
+    corpus = " ".join(p.text for p in PASSAGES)
+    copied = [r for r in result.rows
+              if all(s in corpus for s in split_sentences(r.answer))]
+    evasive = [r for r in result.rows if r.answer in _EVASIONS]
+    invented = [r for r in result.rows if r not in copied and r not in evasive]
+    assert len(copied) + len(evasive) + len(invented) == len(result.rows) == 40
+    assert copied and invented
+    for row in result.rows:  # every label is the judge's threshold applied to the score
+        for metric in Metric:
+            value = row.scores[metric]
+            assert (row.labels[metric] is None) == (value is None)
+            if value is not None:
+                expected = "pass" if value >= thresholds[metric] else "fail"
+                assert row.labels[metric] == expected, (row.answer, metric)
+    assert [r.answer for r in copied if r.labels[Metric.FAITHFULNESS] != "pass"] == []
+    assert [r.answer for r in invented if r.labels[Metric.FAITHFULNESS] != "fail"] == []
+    assert all(r.labels[Metric.FAITHFULNESS] is None for r in evasive)
+    for row in result.rows:
+        assert (row.why != "") == (row.passed is False or bool(row.unsupported)), row
+        if row.labels[Metric.FAITHFULNESS] == "fail":
+            assert f"faith {row.scores[Metric.FAITHFULNESS]:.2f} < " in row.why
+    scored = len(copied) + len(invented)
+    assert (f"faithfulness (pass at >= {thresholds['faithfulness']:g}): "
+            f"mean") in summary(result.rows, result.thresholds)
+    assert f"{len(copied)}/{scored} pass" in summary(result.rows, result.thresholds)

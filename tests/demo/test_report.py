@@ -57,7 +57,7 @@ def test_an_answer_failing_one_label_fails_even_without_the_other() -> None:
     assert evasive.passed is False
     assert unlabelled.passed is None
     rows = render_table([evasive, unlabelled]).splitlines()[2:]
-    assert rows[0].split()[-1] == "FAIL"
+    assert rows[0].split()[-3:] == ["FAIL", "ans-rel", "fails"]
     assert "scored" not in rows[0] and "scored" not in rows[1]
     assert rows[1].split()[-1] == "-"
 
@@ -77,6 +77,32 @@ def test_table_and_summary_show_scores_marks_and_verdicts() -> None:
     text = summary([row, unscored])
     assert text.startswith("2 requests, 1 scored")
     assert "faithfulness: mean 0.25, 0/1 pass" in text
+    marked = summary([row], {"faithfulness": 0.3, "answer_relevance": 0.5})
+    assert "faithfulness (pass at >= 0.3): mean 0.25, 0/1 pass" in marked
+    assert "answer_relevance (pass at >= 0.5): mean 0.80, 1/1 pass" in marked
+
+
+def _row(faith: float, faith_label: str, unsupported: tuple[str, ...] = (),
+         relevance: float = 0.9, relevance_label: str = "pass") -> RequestRow:
+    return RequestRow("q", "a", "scored",
+                      {Metric.FAITHFULNESS: faith, Metric.ANSWER_RELEVANCE: relevance,
+                       Metric.CONTEXT_RELEVANCE: 0.1},
+                      {Metric.FAITHFULNESS: faith_label,
+                       Metric.ANSWER_RELEVANCE: relevance_label,
+                       Metric.CONTEXT_RELEVANCE: "fail"}, unsupported,
+                      {"faithfulness": 0.4, "answer_relevance": 0.5, "context_relevance": 0.2})
+
+
+def test_why_says_what_fails_even_when_every_statement_is_supported() -> None:
+    """A failing single-statement answer whose statement the judge supports still
+    says why it fails: the score beside the threshold it fell under."""
+    assert _row(0.35, "fail").why == "faith 0.35 < 0.4"
+    assert _row(0.1, "fail", ("made up",), 0.3, "fail").why == \
+        '"made up"; faith 0.10 < 0.4; ans-rel 0.30 < 0.5'
+    assert _row(0.9, "pass", ("made up",)).why == '"made up"'  # passes, one doubt shown
+    assert _row(0.9, "pass").why == ""  # context relevance rates retrieval, not the answer
+    table = render_table([_row(0.35, "fail")]).splitlines()
+    assert table[2].endswith("FAIL   faith 0.35 < 0.4")
 
 
 class _Broken(SpanExporter):

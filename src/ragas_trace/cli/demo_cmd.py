@@ -119,7 +119,7 @@ def run(args: argparse.Namespace) -> int:
           "labels); context relevance rates the retrieval (3 passages for a one-sentence "
           "answer).")
     print()
-    print(summary(result.rows))
+    print(summary(result.rows, result.thresholds))
     if result.spans_file is not None:
         print(f"spans: {result.spans_file} (OTLP JSON lines)")
     for line in _delivery_lines(result.delivery):

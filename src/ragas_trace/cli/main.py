@@ -52,9 +52,23 @@ def build_parser(argv: Sequence[str]) -> argparse.ArgumentParser:
             importlib.import_module(module).register(subparsers)
         else:
             subparsers.add_parser(name, help=summary, add_help=False)
-    for subparser in subparsers.choices.values():
-        subparser.description = plain_text(subparser.description)
+    _plain_help(parser)
     return parser
+
+
+def _plain_help(parser: argparse.ArgumentParser) -> None:
+    """Every description, epilog and argument help of ``parser`` and of its
+    subcommands at any depth (``alerts simulate``) as plain text."""
+    parser.description = plain_text(parser.description)
+    parser.epilog = plain_text(parser.epilog)
+    for action in parser._actions:
+        if isinstance(action.help, str):
+            action.help = plain_text(action.help)
+        if isinstance(action, argparse._SubParsersAction):
+            for choice in action._choices_actions:
+                choice.help = plain_text(choice.help)
+            for subparser in set(action.choices.values()):
+                _plain_help(subparser)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

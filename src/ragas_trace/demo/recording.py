@@ -7,7 +7,7 @@ import threading
 from collections import OrderedDict
 from collections.abc import Sequence
 
-from ragas_trace.judges.base import Judge
+from ragas_trace.judges.base import Judge, judge_thresholds
 from ragas_trace.results import ALL_METRICS, Metric, Scores
 
 
@@ -24,6 +24,12 @@ class RecordingJudge:
     @property
     def name(self) -> str:
         return self._inner.name
+
+    @property
+    def thresholds(self) -> dict[str, float]:
+        """The wrapped judge's pass thresholds: a wrapper must not swap a judge's own
+        calibrated thresholds for the defaults of the LLM judges."""
+        return judge_thresholds(self._inner)
 
     async def evaluate(
         self,

@@ -1,12 +1,12 @@
 """The demo's closing table: one row per request, built from the spans as exported
 (scores and pass/fail labels as a backend would see them) plus the judge's
-unsupported statements."""
+unsupported statements and the thresholds the labels were made with."""
 
 from __future__ import annotations
 
 import textwrap
-from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
 
 from opentelemetry.sdk.trace import ReadableSpan
 
@@ -26,6 +26,8 @@ class RequestRow:
     scores: dict[Metric, float | None]
     labels: dict[Metric, str | None]
     unsupported: tuple[str, ...]
+    # The pass thresholds the scoring processor labelled this row's span with.
+    thresholds: Mapping[str, float] = field(default_factory=dict)
 
     @property
     def passed(self) -> bool | None:
@@ -39,6 +41,18 @@ class RequestRow:
             return None
         return all(label == "pass" for label in labels)
 
+    @property
+    def why(self) -> str:
+        """Why the answer fails: its first unsupported statement, then each failing
+        answer score beside its threshold ("ans-rel 0.41 < 0.56"); for an answer that
+        passes, that statement alone (empty when every statement is supported)."""
+        parts = [f'"{self.unsupported[0]}"'] if self.unsupported else []
+        parts += [f"{_SHORT[m]} {value:.2f} < {self.thresholds[m]:g}"
+                  if (value := self.scores[m]) is not None and m in self.thresholds
+                  else f"{_SHORT[m]} fails"
+                  for m in _ANSWER_METRICS if self.labels[m] == "fail"]
+        return "; ".join(parts)
+
 
 def is_evaluated_root(span: ReadableSpan) -> bool:
     """A RAG root span as the scoring processor exports it: CHAIN with a status."""
@@ -48,9 +62,11 @@ def is_evaluated_root(span: ReadableSpan) -> bool:
 
 
 def rows_from_spans(
-    spans: Iterable[ReadableSpan], evidence: Callable[[str, str], Scores | None]
+    spans: Iterable[ReadableSpan], evidence: Callable[[str, str], Scores | None],
+    thresholds: Mapping[str, float] | None = None,
 ) -> list[RequestRow]:
-    """Rows for the RAG root spans (those carrying an evaluation status), in start order."""
+    """Rows for the RAG root spans (those carrying an evaluation status), in start
+    order; ``thresholds``: those the spans were labelled with (shown with a failure)."""
     roots = sorted(filter(is_evaluated_root, spans), key=lambda s: s.start_time or 0)
     rows = []
     for span in roots:
@@ -63,18 +79,18 @@ def rows_from_spans(
         unsupported = tuple(v.statement for v in found.statements if not v.supported) \
             if found else ()
         rows.append(RequestRow(question, answer, str(attrs[sc.RAGAS_EVALUATION_STATUS]),
-                               scores, labels, unsupported))
+                               scores, labels, unsupported, dict(thresholds or {})))
     return rows
 
 
 def render_table(rows: Sequence[RequestRow], width: int = 120, max_rows: int = 100) -> str:
     """A plain-text table: #, question, the three scores (✓ pass, ✗ fail), the answer's
-    verdict and its first unsupported statement; the first ``max_rows`` requests."""
+    verdict and why it fails (``RequestRow.why``); the first ``max_rows`` requests."""
     rest = max(20, width - 4 - 3 * 9 - 6 - 8)
     q_width, s_width = rest * 2 // 5, rest - rest * 2 // 5
     header = (f"{'#':>3} {'question':<{q_width}} "
               + " ".join(f"{_SHORT[m]:>8}" for m in Metric)
-              + f" {'answer':<6} {'worst statement':<{s_width}}")
+              + f" {'answer':<6} {'why: failing score, unsupported statement':<{s_width}}")
     lines = [header, "-" * len(header)]
     for i, row in enumerate(rows[:max_rows], 1):
         cells = " ".join(f"{_score_cell(row.scores[m], row.labels[m]):>8}" for m in Metric)
@@ -82,22 +98,25 @@ def render_table(rows: Sequence[RequestRow], width: int = 120, max_rows: int = 1
         # the status (timeout, failed...) for the rest.
         unlabelled = "-" if row.status == "scored" else row.status[:6]
         verdict = {True: "pass", False: "FAIL", None: unlabelled}[row.passed]
-        worst = row.unsupported[0] if row.unsupported else ""
         lines.append(f"{i:>3} {_clip(row.question, q_width):<{q_width}} {cells} "
-                     f"{verdict:<6} {_clip(worst, s_width)}")
+                     f"{verdict:<6} {_clip(row.why, s_width)}".rstrip())
     if len(rows) > max_rows:
         lines.append(f"... and {len(rows) - max_rows} more requests (all in the exported spans)")
     return "\n".join(lines)
 
 
-def summary(rows: Sequence[RequestRow]) -> str:
+def summary(rows: Sequence[RequestRow], thresholds: Mapping[str, float] | None = None) -> str:
+    """Requests and scored ones; per metric the mean and how many passed, and with
+    ``thresholds`` (those the labels were made with) the pass mark."""
     scored = [r for r in rows if r.status == "scored"]
     parts = [f"{len(rows)} requests, {len(scored)} scored"]
     for metric in Metric:
         values = [v for r in scored if (v := r.scores[metric]) is not None]
         if values:
             passed = sum(1 for r in scored if r.labels[metric] == "pass")
-            parts.append(f"{metric}: mean {sum(values) / len(values):.2f}, "
+            mark = f" (pass at >= {thresholds[metric]:g})" if thresholds and \
+                metric in thresholds else ""
+            parts.append(f"{metric}{mark}: mean {sum(values) / len(values):.2f}, "
                          f"{passed}/{len(values)} pass")
     return "; ".join(parts)
 

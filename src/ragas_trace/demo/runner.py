@@ -77,6 +77,8 @@ class DemoResult:
     requests: int
     # Per OTLP signal ("spans", "metrics") exported: what was delivered, and where.
     delivery: dict[str, Delivery] = field(default_factory=dict)
+    # The pass thresholds the rows' labels were made with (the judge's own).
+    thresholds: dict[str, float] = field(default_factory=dict)
 
     @property
     def unscored(self) -> dict[str, int]:
@@ -184,7 +186,8 @@ def run_demo(options: DemoOptions, progress: Progress | None = None) -> DemoResu
         tracer_provider.shutdown()
         if meter_provider is not None:
             meter_provider.shutdown()
-    rows = rows_from_spans(shown.spans(), judge.scores_for)
+    thresholds = dict(rt.processor.thresholds)
+    rows = rows_from_spans(shown.spans(), judge.scores_for, thresholds)
     return DemoResult(rows, spans_file, time.monotonic() - started, options.requests,
-                      delivery)
+                      delivery, thresholds)
 
