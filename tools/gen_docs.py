@@ -112,6 +112,18 @@ def _settings_serve() -> str:
     return settings_table(OPTIONS, as_flags=True)
 
 
+def _judge_prices() -> str:
+    """The default price table (``ragas_trace.scorer.pricing.DEFAULT_PRICES``)."""
+    from ragas_trace.scorer.pricing import DEFAULT_PRICES
+
+    lines = ["| model | input USD / 1M tokens | output USD / 1M tokens |",
+             "| --- | --- | --- |"]
+    for model, price in DEFAULT_PRICES.items():
+        output = f"{price.output_usd:.2f}" if price.output_usd else "(embeddings)"
+        lines.append(f"| `{model}` | {price.input_usd:.2f} | {output} |")
+    return "\n".join(lines)
+
+
 def results_files() -> list[tuple[str, dict[str, Any]]]:
     """(name, document) of every committed bench result, by name."""
     return [(path.stem, json.loads(path.read_text(encoding="utf-8")))
@@ -386,6 +398,7 @@ GENERATORS: dict[str, Callable[[], str]] = {
     "settings-judge": _settings_judge,
     "settings-collectors": _settings_collectors,
     "settings-serve": _settings_serve,
+    "judge-prices": _judge_prices,
     "figures": _figures,
     "figures-headline": lambda: _figures(headline_only=True),
     "figures-sources": _figures_sources,

@@ -29,6 +29,7 @@ from ragas_trace._settings import (
 )
 from ragas_trace.exporters.annotations import DEFAULT_ENDPOINT, DEFAULT_HOST, annotation_names
 from ragas_trace.judges.base import judge_thresholds
+from ragas_trace.scorer.pricing import Price, parse_prices
 
 
 def _auto_boolean(value: object) -> bool | None:
@@ -70,10 +71,18 @@ SETTINGS: tuple[Setting, ...] = (
             integer(0), "cap on evaluations started per minute (0 = no cap)"),
     Setting("judge_token_budget_per_hour", "RAGAS_TRACE_JUDGE_TOKEN_BUDGET_PER_HOUR", 0,
             integer(0), "judge tokens allowed per rolling hour (0 = no budget)"),
+    Setting("judge_budget_usd_per_day", "RAGAS_TRACE_JUDGE_BUDGET_USD_PER_DAY", 0.0,
+            number(0.0), "judge spend allowed per rolling day, in US dollars priced with "
+            "`judge_prices` (0 = no budget); a judge model without a price is refused "
+            "at setup"),
+    Setting("judge_prices", "RAGAS_TRACE_JUDGE_PRICES", None, optional(parse_prices),
+            "USD per million tokens of judge models, added to (or overriding) the "
+            "defaults: `MODEL=INPUT/OUTPUT,...`, an embedding model `MODEL=INPUT`; "
+            "the keyword also takes a mapping"),
     Setting("always_score_attribute", "RAGAS_TRACE_ALWAYS_SCORE_ATTRIBUTE",
             "ragas.evaluation.always", text,
             "a RAG span with this attribute set to true is scored regardless of "
-            "sample rate and per-minute cap (not of the token budget)"),
+            "sample rate and per-minute cap (not of the token and USD budgets)"),
     Setting("hold_timeout_s", "RAGAS_TRACE_HOLD_TIMEOUT_S", 30.0, number(0.0, above=True),
             "longest a finished RAG span is held for its scores; then exported "
             "with status `timeout`"),
@@ -114,6 +123,11 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("evaluation_project", "RAGAS_TRACE_EVALUATION_PROJECT", None, optional(text),
             "Phoenix project (`openinference.project.name`) for the evaluation spans "
             "ragas-trace exports, apart from the app's; with `auto` it turns them on"),
+    Setting("evaluation_logs", "RAGAS_TRACE_EVALUATION_LOGS", None, _auto_boolean,
+            "emit one `gen_ai.evaluation.result` log record per evaluated metric "
+            "(OpenTelemetry Logs API, in the evaluated span's context): `auto` (default) "
+            "= on where a logs exporter is configured (a `logger_provider`, a global SDK "
+            "one, or an OTLP endpoint that is not traces-only); `true`, `false`"),
     Setting("project_from_service", "RAGAS_TRACE_PROJECT_FROM_SERVICE", False, boolean,
             "file spans of a provider we create under the Phoenix project named after the "
             "service (`openinference.project.name`), unless already set"),
@@ -163,6 +177,8 @@ class Settings:
     sample_rate: float
     max_evaluations_per_minute: int
     judge_token_budget_per_hour: int
+    judge_budget_usd_per_day: float
+    judge_prices: dict[str, Price] | None
     always_score_attribute: str
     hold_timeout_s: float
     score_timeout_s: float | None
@@ -179,6 +195,7 @@ class Settings:
     max_content_chars: int
     evaluation_spans: bool | None
     evaluation_project: str | None
+    evaluation_logs: bool | None
     project_from_service: bool
     annotations: tuple[str, ...]
     phoenix_endpoint: str

@@ -89,6 +89,7 @@ def extract_record(
     passages = _Passages(by_id)
     prompt_tokens = completion_tokens = 0
     saw_usage = False
+    response_id = None
     for span in sorted(span_list, key=lambda s: s.start_time or 0):
         if span is root or span.context is None:
             continue
@@ -101,7 +102,11 @@ def extract_record(
         elif kind == sc.KIND_RERANKER:
             passages.reranked(span)
         elif kind == sc.KIND_LLM:
-            usage = _usage_of(span.attributes or {})
+            llm_attrs = span.attributes or {}
+            found = llm_attrs.get(sc.GEN_AI_RESPONSE_ID)
+            if isinstance(found, str) and found:
+                response_id = found  # in start order: the last call answered
+            usage = _usage_of(llm_attrs)
             if usage is not None:
                 saw_usage = True
                 prompt_tokens += usage[0]
@@ -125,6 +130,7 @@ def extract_record(
         prompt_tokens=prompt_tokens if saw_usage else None,
         completion_tokens=completion_tokens if saw_usage else None,
         error=error,
+        response_id=response_id,
         attributes=dict(attrs),
     )
 

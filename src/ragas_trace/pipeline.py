@@ -3,9 +3,11 @@
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
+from opentelemetry._logs import LoggerProvider
 from opentelemetry.metrics import MeterProvider, NoOpMeterProvider
 from opentelemetry.sdk.trace import ReadableSpan, SpanProcessor
 from opentelemetry.sdk.trace.export import SpanExporter
@@ -14,13 +16,17 @@ from opentelemetry.trace import Tracer
 from ragas_trace.config import Settings
 from ragas_trace.exporters.annotations import AnnotationSinks, backends
 from ragas_trace.exporters.content_policy import ContentPolicy, Redactor
+from ragas_trace.exporters.evaluation_logs import EvaluationLogs
 from ragas_trace.exporters.metrics import ScorerMetrics
 from ragas_trace.exporters.processor import ScoringSpanProcessor
 from ragas_trace.judges import resolve_judge
 from ragas_trace.judges.base import Judge
 from ragas_trace.scorer.background import BackgroundScorer
 from ragas_trace.scorer.breaker import CircuitBreaker
+from ragas_trace.scorer.pricing import JudgePricing, judge_pricing
 from ragas_trace.scorer.sampler import AlwaysRule, Sampler
+
+logger = logging.getLogger("ragas_trace")
 
 
 @dataclass
@@ -60,6 +66,24 @@ def content_policy(settings: Settings, redact: Redactor | None = None) -> Conten
     return ContentPolicy(mode, redact, settings.max_content_chars)
 
 
+def pricing_for(settings: Settings, judge: Judge) -> JudgePricing | None:
+    """The judge's prices (``judge_prices`` over the defaults). Without a price for a
+    model the judge calls, a USD budget is refused (``ValueError`` naming the model and
+    the setting); with no budget the cost is not counted, which is logged."""
+    pricing, missing = judge_pricing(judge, settings.judge_prices)
+    if pricing is not None:
+        return pricing
+    names = ", ".join(repr(m) for m in missing)
+    if settings.judge_budget_usd_per_day:
+        raise ValueError(
+            f"ragas-trace setting 'judge_budget_usd_per_day': no price for the judge's "
+            f"model {names}; give it with judge_prices (RAGAS_TRACE_JUDGE_PRICES), e.g. "
+            f"'{missing[0]}=0.15/0.60' (input/output USD per million tokens)")
+    logger.info("ragas-trace: no price for the judge's model %s: ragas_judge_cost_usd_total "
+                "is not counted (set judge_prices)", names)
+    return None
+
+
 def annotation_sinks(settings: Settings, metrics: ScorerMetrics, policy: ContentPolicy,
                      thresholds: Mapping[str, float]) -> AnnotationSinks | None:
     """The Phoenix / Langfuse sinks ``settings.annotations`` turns on, or ``None``."""
@@ -86,16 +110,21 @@ def build_pipeline(
     evaluation_tracer: Tracer | None = None,
     service: str | None = None,
     app_label: Callable[[ReadableSpan], str] | None = None,
+    logger_provider: LoggerProvider | None = None,
 ) -> ScoringPipeline:
     """Everything behind a ``ScoringSpanProcessor`` wired to ``downstream``.
 
     ``service`` (default ``settings.service_name``) is the metrics' ``service`` label;
     ``app_label`` gives their ``app`` label for a root span (default: its
-    ``ragas.app.name``, else its name).
+    ``ragas.app.name``, else its name); ``logger_provider``, when given, gets the
+    ``gen_ai.evaluation.result`` log records (the caller decides, by
+    ``settings.evaluation_logs``). Raises ``ValueError`` for a USD budget on a judge
+    model without a price.
     Nothing starts until the first record arrives; call ``processor.shutdown()``.
     """
     policy = content_policy(settings, redact)
     resolved = make_judge(settings, judge)
+    pricing = pricing_for(settings, resolved)
     scorer = BackgroundScorer(
         resolved,
         concurrency=settings.concurrency,
@@ -107,6 +136,7 @@ def build_pipeline(
         settings.sample_rate,
         max_per_minute=settings.max_evaluations_per_minute,
         token_budget_per_hour=settings.judge_token_budget_per_hour,
+        usd_budget_per_day=settings.judge_budget_usd_per_day,
         always_attribute=settings.always_score_attribute,
         always=always,
     )
@@ -130,5 +160,8 @@ def build_pipeline(
         evaluation_tracer=evaluation_tracer,
         annotations=annotations,
         app_label=app_label,
+        pricing=pricing,
+        evaluation_logs=(EvaluationLogs(logger_provider, policy, thresholds)
+                         if logger_provider is not None else None),
     )
     return ScoringPipeline(processor, scorer, sampler, metrics, settings, annotations)

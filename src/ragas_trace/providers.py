@@ -1,34 +1,42 @@
 """The OpenTelemetry plumbing ``setup()`` needs: span exporters by name, a metrics
-pipeline (Prometheus scrape endpoint or OTLP), and whether an app already has
-SDK providers to join. Exporter packages are imported only when used, with an
-error naming the extra to install.
+pipeline (Prometheus scrape endpoint or OTLP), a logs pipeline (OTLP) for the
+evaluation events, and whether an app already has SDK providers to join.
+Exporter packages are imported only when used, with an error naming the extra to
+install.
 
 OTLP endpoints follow the exporter specification: a signal-specific endpoint
-(``OTEL_EXPORTER_OTLP_TRACES_ENDPOINT``, ``..._METRICS_ENDPOINT``) is used as it is,
-a base one (``OTEL_EXPORTER_OTLP_ENDPOINT``, an ``endpoint`` argument) gets
-``/v1/traces`` or ``/v1/metrics`` appended for OTLP/HTTP. A base URL that already
-ends in a signal path (``http://127.0.0.1:6006/v1/traces``, as backends print
-them) is taken as that signal's URL, and its base for the other signal."""
+(``OTEL_EXPORTER_OTLP_TRACES_ENDPOINT``, ``..._METRICS_ENDPOINT``, ``..._LOGS_ENDPOINT``)
+is used as it is, a base one (``OTEL_EXPORTER_OTLP_ENDPOINT``, an ``endpoint``
+argument) gets ``/v1/traces``, ``/v1/metrics`` or ``/v1/logs`` appended for OTLP/HTTP.
+A base URL that already ends in a signal path (``http://127.0.0.1:6006/v1/traces``,
+as backends print them) is taken as that signal's URL, and its base for the
+others."""
 
 from __future__ import annotations
 
 import logging
 import os
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from opentelemetry import _logs as logs_api
 from opentelemetry import metrics as metrics_api
 from opentelemetry import trace as trace_api
+from opentelemetry.sdk._logs import LoggerProvider
+from opentelemetry.sdk._logs.export import BatchLogRecordProcessor
 from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.metrics.export import MetricExporter
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import ConsoleSpanExporter, SpanExporter
 
+if TYPE_CHECKING:
+    from opentelemetry.sdk._logs.export import LogRecordExporter
+
 logger = logging.getLogger("ragas_trace")
 
 _OTLP_EXTRA = "pip install 'ragas-trace[otlp]'"
-_SIGNAL_PATHS = {"traces": "/v1/traces", "metrics": "/v1/metrics"}
+_SIGNAL_PATHS = {"traces": "/v1/traces", "metrics": "/v1/metrics", "logs": "/v1/logs"}
 
 
 def otlp_configured(signal: str, env: Mapping[str, str] | None = None) -> bool:
@@ -118,6 +126,39 @@ def otlp_metric_exporter(endpoint: str | None = None) -> MetricExporter:
         return OTLPMetricExporter(endpoint=url)
     except ImportError as exc:
         raise ImportError(f"OTLP metrics need the otlp extra: {_OTLP_EXTRA}") from exc
+
+
+def otlp_log_exporter(endpoint: str | None = None) -> LogRecordExporter:
+    """An OTLP log exporter (protocol from ``OTEL_EXPORTER_OTLP_LOGS_PROTOCOL``, else
+    ``OTEL_EXPORTER_OTLP_PROTOCOL``) to ``otlp_endpoint``; headers, timeout and
+    compression come from the exporter's own ``OTEL_EXPORTER_OTLP_LOGS_*`` /
+    ``OTEL_EXPORTER_OTLP_*`` variables."""
+    url = otlp_endpoint("logs", endpoint)
+    try:
+        if _otlp_protocol("logs") == "grpc":
+            from opentelemetry.exporter.otlp.proto.grpc._log_exporter import (
+                OTLPLogExporter as GrpcLogExporter,
+            )
+            return GrpcLogExporter(endpoint=url)
+        from opentelemetry.exporter.otlp.proto.http._log_exporter import OTLPLogExporter
+        return OTLPLogExporter(endpoint=url)
+    except ImportError as exc:
+        raise ImportError(f"OTLP logs need the otlp extra: {_OTLP_EXTRA}") from exc
+
+
+def otlp_logger_provider(resource: Resource, endpoint: str | None = None) -> LoggerProvider:
+    """A LoggerProvider exporting in batches over OTLP (bounded queue: the SDK's batch
+    processor drops, and logs that it drops, what does not fit). Its owner shuts it
+    down (no exit hook of its own: the exit path flushes it after the judge)."""
+    provider = LoggerProvider(resource=resource, shutdown_on_exit=False)
+    provider.add_log_record_processor(BatchLogRecordProcessor(otlp_log_exporter(endpoint)))
+    return provider
+
+
+def existing_logger_provider() -> LoggerProvider | None:
+    """The global provider if the app (or ``opentelemetry-instrument``) set an SDK one."""
+    provider = logs_api.get_logger_provider()
+    return provider if isinstance(provider, LoggerProvider) else None
 
 
 def existing_tracer_provider() -> TracerProvider | None:

@@ -34,6 +34,9 @@ class RagRecord:
     prompt_tokens: int | None = None
     completion_tokens: int | None = None
     error: str | None = None
+    # ``gen_ai.response.id`` of the request's last model call (the one that answered),
+    # where an instrumentation recorded it on the LLM span.
+    response_id: str | None = None
     attributes: Mapping[str, Any] = field(default_factory=dict)
 
     @property

@@ -78,6 +78,8 @@ class JudgeUsage:
     # Replies whose ``usage`` was not a plausible token count (NaN, negative, text):
     # ignored, so neither charged to the token budget nor put on spans.
     invalid_usage: int = 0
+    # Of ``prompt_tokens``, those sent to the embedding model: priced at its own rate.
+    embedding_tokens: int = 0
 
     def __add__(self, other: JudgeUsage) -> JudgeUsage:
         return JudgeUsage(
@@ -87,6 +89,7 @@ class JudgeUsage:
             self.embedding_calls + other.embedding_calls,
             max(self.rounds, other.rounds),
             self.invalid_usage + other.invalid_usage,
+            self.embedding_tokens + other.embedding_tokens,
         )
 
     @property

@@ -13,7 +13,10 @@ basic auth built from ``LANGFUSE_PUBLIC_KEY`` / ``LANGFUSE_SECRET_KEY`` and the
 ingestion-version header. Likewise for metrics: ``metrics_port`` serves a Prometheus
 endpoint; else an existing global SDK ``MeterProvider`` is used; else OTLP
 metrics when an endpoint is configured, unless it is a traces-only backend
-(Phoenix, Langfuse) and no metrics endpoint was named."""
+(Phoenix, Langfuse) and no metrics endpoint was named. The same for the
+``gen_ai.evaluation.result`` log records: a ``logger_provider`` passed in, else a
+global SDK one, else OTLP logs under the same rule (``evaluation_logs`` turns them
+on or off whatever is configured)."""
 
 from __future__ import annotations
 
@@ -25,7 +28,9 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from opentelemetry import trace as trace_api
+from opentelemetry._logs import LoggerProvider
 from opentelemetry.metrics import MeterProvider, NoOpMeterProvider
+from opentelemetry.sdk._logs import LoggerProvider as SdkLoggerProvider
 from opentelemetry.sdk.metrics import MeterProvider as SdkMeterProvider
 from opentelemetry.sdk.resources import SERVICE_NAME, Resource
 from opentelemetry.sdk.trace import SpanProcessor, TracerProvider
@@ -57,8 +62,12 @@ class RagasTrace:
     def __init__(self, pipeline: ScoringPipeline, tracer_provider: TracerProvider,
                  meter_provider: MeterProvider, *, owns_tracer_provider: bool,
                  owns_meter_provider: bool,
-                 prometheus: providers.PrometheusEndpoint | None) -> None:
+                 prometheus: providers.PrometheusEndpoint | None,
+                 logger_provider: LoggerProvider | None = None,
+                 owns_logger_provider: bool = False) -> None:
         self.pipeline = pipeline
+        self.logger_provider = logger_provider
+        self._owns_logger_provider = owns_logger_provider
         self.tracer_provider = tracer_provider
         self.meter_provider = meter_provider
         self._owns_tracer_provider = owns_tracer_provider
@@ -93,7 +102,8 @@ class RagasTrace:
 
     def force_flush(self, timeout_s: float = 30.0) -> bool:
         """Wait until every held span is scored and exported, then flush the tracer
-        provider (evaluation spans included) and our own push metrics, all within
+        provider (evaluation spans included), the evaluation log records and our own
+        push metrics, all within
         ``timeout_s``. ``False`` if something was not done in time or not delivered;
         never raises."""
         deadline = time.monotonic() + max(0.0, timeout_s)
@@ -103,6 +113,7 @@ class RagasTrace:
         left = remaining(deadline)
         ok = call_within(lambda: self.tracer_provider.force_flush(int(left * 1000)), left,
                          "tracer provider flush") and ok
+        ok = self._flush_logs(deadline) and ok
         # Only our own push (OTLP) pipeline: flushing a pull reader (Prometheus) queues
         # a second copy of every series for the next scrape.
         if self._owns_meter_provider and isinstance(self.meter_provider, SdkMeterProvider):
@@ -131,6 +142,12 @@ class RagasTrace:
         else:  # not ours to stop, but our evaluation spans are in its processors
             ok = call_within(lambda: provider.force_flush(int(left * 1000)), left,
                              "tracer provider flush") and ok
+        logs = self.logger_provider
+        if self._owns_logger_provider and isinstance(logs, SdkLoggerProvider):
+            ok = call_within(logs.shutdown, max(0.05, remaining(deadline)),
+                             "logger provider shutdown") and ok
+        else:  # not ours to stop, but our evaluation records are in its processors
+            ok = self._flush_logs(deadline) and ok
         left = max(0.05, remaining(deadline))
         if self._prometheus is not None:
             endpoint = self._prometheus
@@ -141,6 +158,14 @@ class RagasTrace:
             ok = call_within(lambda: meters.shutdown(timeout_millis=left * 1000), left,
                              "metrics shutdown") and ok
         return ok
+
+    def _flush_logs(self, deadline: float) -> bool:
+        logs = self.logger_provider
+        if not isinstance(logs, SdkLoggerProvider):
+            return True
+        left = remaining(deadline)
+        return call_within(lambda: logs.force_flush(int(left * 1000)), left,
+                           "logger provider flush")
 
     def flush_for_exit(self) -> bool:
         """What the interpreter exit and SIGTERM paths do: the judge gets
@@ -164,6 +189,7 @@ def setup(
     *,
     tracer_provider: TracerProvider | None = None,
     meter_provider: MeterProvider | None = None,
+    logger_provider: LoggerProvider | None = None,
     redact: Redactor | None = None,
     always_score: AlwaysRule | None = None,
     **settings: Any,
@@ -173,6 +199,7 @@ def setup(
 
     ``exporter``: a ``SpanExporter`` / ``SpanProcessor``, or ``auto`` | ``otlp`` |
     ``console`` | ``none``. ``judge``: ``local`` | ``openai`` | a judge object.
+    ``logger_provider``: where the ``gen_ai.evaluation.result`` log records go.
     ``redact``: a ``str -> str`` function applied to exported content.
     ``always_score``: a predicate on the finished RAG span that forces scoring.
     Raises ``ValueError`` naming a bad argument.
@@ -214,11 +241,19 @@ def setup(
             meter_provider = providers.otlp_meter_provider(provider.resource)
             owns_meter_provider = True
     meter_provider = meter_provider or NoOpMeterProvider()
+    logger_provider, owns_logger_provider = choose_logger_provider(
+        resolved, logger_provider, provider.resource)
 
-    pipeline = build_pipeline(
-        resolved, downstream, judge=judge_object, meter_provider=meter_provider,
-        redact=redact, always=always_score, service=service,
-        evaluation_tracer=provider.get_tracer("ragas_trace") if downstream is None else None)
+    try:
+        pipeline = build_pipeline(
+            resolved, downstream, judge=judge_object, meter_provider=meter_provider,
+            redact=redact, always=always_score, service=service,
+            evaluation_tracer=provider.get_tracer("ragas_trace") if downstream is None
+            else None, logger_provider=logger_provider)
+    except ValueError:
+        if owns_logger_provider and isinstance(logger_provider, SdkLoggerProvider):
+            logger_provider.shutdown()
+        raise
     if any(not other._shut_down and other.tracer_provider is provider for other in _live):
         logger.warning("ragas-trace: setup() called again on the same TracerProvider; "
                        "each call adds a scoring processor (shut the first one down)")
@@ -226,7 +261,9 @@ def setup(
     if joined is None:
         trace_api.set_tracer_provider(provider)
     rt = RagasTrace(pipeline, provider, meter_provider, owns_tracer_provider=joined is None,
-                    owns_meter_provider=owns_meter_provider, prometheus=prometheus)
+                    owns_meter_provider=owns_meter_provider, prometheus=prometheus,
+                    logger_provider=logger_provider,
+                    owns_logger_provider=owns_logger_provider)
     exit_flush.watch(rt, handle_sigterm=resolved.handle_sigterm)
     _live.add(rt)
     return rt
@@ -277,17 +314,48 @@ def otlp_metrics_wanted(settings: Settings, endpoint: str | None = None,
     """OTLP metrics when an endpoint is configured (or ``endpoint`` given), except to
     a traces-only backend unless asked for by name
     (``OTEL_EXPORTER_OTLP_METRICS_ENDPOINT``)."""
+    return _otlp_signal_wanted(settings, "metrics", endpoint, env,
+                               "OTEL_EXPORTER_OTLP_METRICS_ENDPOINT or metrics_port")
+
+
+def otlp_logs_wanted(settings: Settings, endpoint: str | None = None,
+                     env: Mapping[str, str] | None = None) -> bool:
+    """OTLP evaluation log records under the same rule as metrics, unless
+    ``OTEL_LOGS_EXPORTER`` says ``none``."""
     environ = os.environ if env is None else env
-    if environ.get("OTEL_EXPORTER_OTLP_METRICS_ENDPOINT", "").strip():
+    if environ.get("OTEL_LOGS_EXPORTER", "").strip().lower() == "none":
+        return False
+    return _otlp_signal_wanted(settings, "logs", endpoint, environ,
+                               "OTEL_EXPORTER_OTLP_LOGS_ENDPOINT")
+
+
+def _otlp_signal_wanted(settings: Settings, signal: str, endpoint: str | None,
+                        env: Mapping[str, str] | None, ask: str) -> bool:
+    environ = os.environ if env is None else env
+    if environ.get(f"OTEL_EXPORTER_OTLP_{signal.upper()}_ENDPOINT", "").strip():
         return True
-    if not (endpoint or providers.otlp_configured("metrics", environ)):
+    if not (endpoint or providers.otlp_configured(signal, environ)):
         return False
     if traces_only_backend(settings, endpoint, environ):
         logger.info("ragas-trace: the OTLP endpoint takes traces only (Phoenix / Langfuse): "
-                    "no OTLP metrics (set OTEL_EXPORTER_OTLP_METRICS_ENDPOINT or "
-                    "metrics_port for them)")
+                    "no OTLP %s (set %s for them)", signal, ask)
         return False
     return True
+
+
+def choose_logger_provider(settings: Settings, given: LoggerProvider | None,
+                           resource: Resource) -> tuple[LoggerProvider | None, bool]:
+    """Where the evaluation log records go, and whether we own (and stop) it: none
+    when ``evaluation_logs`` is false; else ``given``, else a global SDK provider, else
+    OTLP when ``evaluation_logs`` is true or an OTLP logs endpoint is wanted."""
+    if settings.evaluation_logs is False:
+        return None, False
+    chosen = given or providers.existing_logger_provider()
+    if chosen is not None:
+        return chosen, False
+    if settings.evaluation_logs or otlp_logs_wanted(settings):
+        return providers.otlp_logger_provider(resource), True
+    return None, False
 
 
 _live: weakref.WeakSet[RagasTrace] = weakref.WeakSet()

@@ -58,6 +58,9 @@ def test_prometheus_names_and_labels():
     assert found["ragas_held_spans"] == [{"value": "0.0"}]
     assert "ragas_held_spans" in found and "ragas_scorer_queue_size" in found
     assert {s["type"] for s in found["ragas_judge_tokens_bucket"]} == {"prompt", "completion"}
+    # A judge that names no model costs nothing, and says so under the dashboard's name.
+    assert found["ragas_judge_cost_usd_total"] == [
+        {"service": "svc", "app": "test-app", "judge": "scripted", "value": "0.0"}]
     assert "ragas_judge_duration_seconds_bucket" in found
     assert {s["judge"] for s in found["ragas_judge_duration_seconds_count"]} == {"scripted"}
 

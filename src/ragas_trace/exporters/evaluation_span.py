@@ -70,7 +70,8 @@ def explanation(metric: Metric, result: MetricResult, scores: Scores) -> str:
     return f"{metric}: {result.value:.2f}"
 
 
-def _metric_results(scores: Scores) -> Iterator[tuple[Metric, MetricResult]]:
+def metric_results(scores: Scores) -> Iterator[tuple[Metric, MetricResult]]:
+    """The metrics the judge was asked about (a skip with a reason is one), in order."""
     for metric in Metric:
         result = scores.result(metric)
         if result.status is not MetricStatus.SKIPPED or result.reason:
@@ -86,7 +87,7 @@ def evaluation_attributes(outcome: Outcome, judge: str,
     }
     if outcome.scores is None:
         return attrs
-    for i, (metric, result) in enumerate(_metric_results(outcome.scores)):
+    for i, (metric, result) in enumerate(metric_results(outcome.scores)):
         prefix = f"{sc.EVALUATIONS}.{i}."
         attrs[prefix + sc.EVALUATION_NAME] = str(metric)
         if result.value is not None:
@@ -101,7 +102,7 @@ def evaluation_events(outcome: Outcome, thresholds: Mapping[str, float]
                       ) -> Iterator[tuple[str, Attrs]]:
     if outcome.scores is None:
         return
-    for metric, result in _metric_results(outcome.scores):
+    for metric, result in metric_results(outcome.scores):
         attrs: Attrs = {sc.GEN_AI_EVALUATION_NAME: str(metric)}
         if result.value is not None:
             attrs[sc.GEN_AI_EVALUATION_SCORE_VALUE] = result.value

@@ -14,6 +14,8 @@ Prometheus exporter's translation gives exactly these series (a test scrapes the
 | gauge `ragas.scorer.queue_size` | `ragas_scorer_queue_size` | |
 | histogram `ragas.judge.tokens` | `ragas_judge_tokens_*` | type = prompt / completion |
 | histogram `ragas.judge.duration` (s) | `ragas_judge_duration_seconds_*` | judge |
+| counter `ragas.judge.cost.usd` | `ragas_judge_cost_usd_total` | service, app, judge |
+| counter `ragas.scorer.over_budget` | `ragas_scorer_over_budget_total` | budget |
 | counter `ragas.export.lost` | `ragas_export_lost_total` | signal, reason |
 | counter `ragas.annotations` | `ragas_annotations_total` | sink, outcome (see below) |
 | counter `ragas.metrics.folded_labels` | `ragas_metrics_folded_labels_total` | label |
@@ -25,6 +27,12 @@ and ``retried`` (each re-send).
 ``app`` is the only label fed by span data: it takes at most ``max_apps`` values
 (setting ``max_app_labels``); requests of later apps are recorded as ``other``, and
 each is counted once in ``ragas.metrics.folded_labels`` (``label`` = ``app``).
+
+``ragas.judge.cost.usd`` adds what each evaluation's judge tokens cost in US dollars
+at the judge's prices (``ragas_trace.scorer.pricing``); a judge whose model has no
+price adds nothing. ``ragas.scorer.over_budget`` counts the RAG requests not scored
+because a budget was spent (``budget`` = ``token_budget`` or ``usd_budget``, the
+``ragas.evaluation.reason`` of their ``not_sampled`` spans).
 
 ``ragas.export.lost`` counts spans that never reached the backend: ``queue_full``
 (the export queue was full), ``export_failed`` (the exporter failed or raised),
@@ -89,6 +97,12 @@ class ScorerMetrics:
         self._duration = meter.create_histogram(
             "ragas.judge.duration", unit="s", description="judge time per evaluation",
             explicit_bucket_boundaries_advisory=DURATION_BUCKETS)
+        self._cost = meter.create_counter(
+            "ragas.judge.cost.usd", unit="{USD}",
+            description="what the judge's tokens cost, in US dollars at the judge's prices")
+        self._over_budget = meter.create_counter(
+            "ragas.scorer.over_budget",
+            description="RAG requests not scored because a judge budget was spent")
         self._export_lost = meter.create_counter(
             "ragas.export.lost", description="spans that never reached the backend, by reason")
         self._annotations = meter.create_counter(
@@ -129,6 +143,14 @@ class ScorerMetrics:
         self._tokens.record(scores.usage.completion_tokens, {"type": "completion"})
         if outcome.duration_s:
             self._duration.record(outcome.duration_s, {"judge": judge})
+
+    def cost(self, usd: float, app: str | None, judge: str) -> None:
+        """What one evaluation cost (the ``app`` value it was counted under already)."""
+        self._cost.add(usd, {"service": self.service, "app": self._app(app, count=False),
+                             "judge": judge})
+
+    def over_budget(self, budget: str) -> None:
+        self._over_budget.add(1, {"budget": budget})
 
     def not_scored(self, status: EvaluationStatus, app: str | None, judge: str) -> None:
         self._evaluations.add(1, {"service": self.service, "app": self._app(app, count=True),

@@ -33,6 +33,7 @@ from ragas_trace._internal_errors import record_internal_error
 from ragas_trace.exporters.annotations import AnnotationSinks
 from ragas_trace.exporters.annotations.sinks import Prepared
 from ragas_trace.exporters.content_policy import ContentPolicy
+from ragas_trace.exporters.evaluation_logs import EvaluationLogs
 from ragas_trace.exporters.evaluation_span import (
     build_evaluation_span,
     emit_evaluation_span,
@@ -49,11 +50,13 @@ from ragas_trace.record import RagRecord
 from ragas_trace.results import MetricStatus
 from ragas_trace.scorer.background import BackgroundScorer
 from ragas_trace.scorer.outcome import EvaluationStatus, Outcome
-from ragas_trace.scorer.sampler import Sampler
+from ragas_trace.scorer.pricing import JudgePricing
+from ragas_trace.scorer.sampler import TOKEN_BUDGET, USD_BUDGET, Sampler
 
 _ROOT_KINDS = frozenset({"CHAIN", "AGENT"})
 _SUPPRESS = otel_context._SUPPRESS_INSTRUMENTATION_KEY
 _PARTIAL_STREAMS = frozenset({sc.STREAM_ABANDONED, sc.STREAM_ERROR})
+_BUDGETS = frozenset({TOKEN_BUDGET, USD_BUDGET})
 EXPORT_RESERVE_S = 1.0
 
 
@@ -71,7 +74,9 @@ class ScoringSpanProcessor(SpanProcessor):
     started through ``evaluation_tracer``, and metrics.
 
     Spans from elsewhere (decoded from OTLP) go in through ``ingest``. ``app_label``
-    gives a root's ``app`` metric label (default ``app_name``).
+    gives a root's ``app`` metric label (default ``app_name``). ``pricing`` prices the
+    judge's tokens (the cost counter and the USD budget); ``evaluation_logs`` emits the
+    ``gen_ai.evaluation.result`` log records.
     """
 
     def __init__(
@@ -91,6 +96,8 @@ class ScoringSpanProcessor(SpanProcessor):
         evaluation_tracer: Tracer | None = None,
         annotations: AnnotationSinks | None = None,
         app_label: Callable[[ReadableSpan], str] | None = None,
+        pricing: JudgePricing | None = None,
+        evaluation_logs: EvaluationLogs | None = None,
     ) -> None:
         if hold_timeout_s <= 0:
             raise ValueError(f"hold_timeout_s must be > 0, got {hold_timeout_s!r}")
@@ -104,6 +111,8 @@ class ScoringSpanProcessor(SpanProcessor):
         self.policy = content_policy or ContentPolicy()
         self.metrics = metrics or ScorerMetrics(NoOpMeterProvider(), "")
         self.annotations = annotations
+        self.pricing = pricing
+        self.evaluation_logs = evaluation_logs
         # Annotations of a root copy we export wait for its export (see _settled).
         self._awaiting: dict[tuple[int, int], Prepared] = {}
         if isinstance(downstream, SpanExporter):
@@ -246,6 +255,8 @@ class ScoringSpanProcessor(SpanProcessor):
             return
         decision = self.sampler.decide(span)
         if not decision.sampled:
+            if decision.reason in _BUDGETS:
+                self.metrics.over_budget(decision.reason)
             self.metrics.not_scored(EvaluationStatus.NOT_SAMPLED, self._app_label(span),
                                     self.scorer.judge_name)
             self._release(span, EvaluationStatus.NOT_SAMPLED, decision.reason)
@@ -275,11 +286,16 @@ class ScoringSpanProcessor(SpanProcessor):
                 record: RagRecord | None, outcome: Outcome) -> None:
         """Scorer thread: the judge's answer for ``span``."""
         judge = self.scorer.judge_name
-        self.metrics.evaluation(outcome, self._app_label(span), judge)
+        app = self._app_label(span)
+        self.metrics.evaluation(outcome, app, judge)
         if outcome.status is EvaluationStatus.DROPPED:
             self.metrics.dropped(outcome.reason or "dropped")
         if outcome.scores is not None:
-            self.sampler.charge(outcome.scores.usage.total_tokens)
+            usage = outcome.scores.usage
+            usd = self.pricing.cost_usd(usage) if self.pricing is not None else 0.0
+            self.sampler.charge(usage.total_tokens, usd)
+            if self.pricing is not None:
+                self.metrics.cost(usd, app, judge)
         with self._lock:
             held = self._held.pop(self._key(span), None)
         scored = outcome.status is EvaluationStatus.SCORED
@@ -297,6 +313,8 @@ class ScoringSpanProcessor(SpanProcessor):
             self._export_root(span, added)
         if evaluation_trace is not None:
             self._emit_evaluation(span, outcome, judge, evaluation_trace)
+        if self.evaluation_logs is not None:
+            self._emit_logs(span, outcome, judge, record)
         if prepared is not None:
             # Exported already (by the provider's own processors, or a processor we
             # cannot watch): the backend retries what it does not have yet.
@@ -386,6 +404,16 @@ class ScoringSpanProcessor(SpanProcessor):
                 self._send(self.policy.apply(evaluation))
         elif self._evaluation_tracer is not None:
             emit_evaluation_span(self._evaluation_tracer, span, outcome, judge, self.thresholds)
+
+    def _emit_logs(self, span: ReadableSpan, outcome: Outcome, judge: str,
+                   record: RagRecord | None) -> None:
+        if self.evaluation_logs is None:
+            return
+        try:
+            self.evaluation_logs.emit(span, outcome, judge,
+                                      record.response_id if record is not None else None)
+        except Exception as exc:
+            record_internal_error("processor.evaluation_logs", exc)
 
     def _flush_downstream(self, deadline: float) -> bool:
         downstream = self._downstream

@@ -1,16 +1,23 @@
 """The scoring side of the gateway: the library's own pipeline (``build_pipeline``:
 judge, background scorer, sampler, content policy, metrics, ``ScoringSpanProcessor``)
-fed with reassembled traces, forwarding into the gateway's queue."""
+fed with reassembled traces, forwarding into the gateway's queue. The
+``gen_ai.evaluation.result`` log records go where ``setup()`` would send them (OTLP
+logs when ``OTEL_EXPORTER_OTLP_LOGS_ENDPOINT`` or ``OTEL_EXPORTER_OTLP_ENDPOINT`` is
+set, per ``RAGAS_TRACE_EVALUATION_LOGS``), not to the next hop of the spans."""
 
 from __future__ import annotations
 
 import logging
+import time
 from typing import Any
 
 from opentelemetry.context import Context
 from opentelemetry.metrics import MeterProvider
+from opentelemetry.sdk._logs import LoggerProvider
+from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor
 
+from ragas_trace._deadline import call_within
 from ragas_trace.config import Settings
 from ragas_trace.gateway.app_label import AppLabel
 from ragas_trace.gateway.assembler import Release
@@ -19,6 +26,7 @@ from ragas_trace.gateway.settings import GatewaySettings
 from ragas_trace.gateway.stats import GatewayStats
 from ragas_trace.judges.base import Judge
 from ragas_trace.pipeline import build_pipeline
+from ragas_trace.setup import choose_logger_provider
 
 logger = logging.getLogger(__name__)
 
@@ -54,10 +62,19 @@ class ScoringSink:
             judge=None if settings.judge == "off" else settings.judge,
             sample_rate=settings.sample_rate, service_name=settings.service_name,
             annotations=settings.annotations)
-        self.pipeline = build_pipeline(library, _Borrowed(forward), judge=judge,
-                                       meter_provider=meter_provider,
-                                       service=settings.service_name,
-                                       app_label=AppLabel(settings.app_names or ()))
+        logs, owns_logs = choose_logger_provider(
+            library, None, Resource.create({"service.name": settings.service_name}))
+        self._owned_logs = logs if owns_logs and isinstance(logs, LoggerProvider) else None
+        try:
+            self.pipeline = build_pipeline(library, _Borrowed(forward), judge=judge,
+                                           meter_provider=meter_provider,
+                                           service=settings.service_name,
+                                           app_label=AppLabel(settings.app_names or ()),
+                                           logger_provider=logs)
+        except ValueError:
+            if self._owned_logs is not None:
+                self._owned_logs.shutdown()
+            raise
         self.processor = self.pipeline.processor
         self._forward = forward
         self._stats = stats
@@ -86,5 +103,16 @@ class ScoringSink:
                 "scorer_queue": self.pipeline.scorer.queued}
 
     def close(self, timeout_s: float) -> bool:
-        """Finish scoring (within ``timeout_s``); held roots leave unscored after that."""
-        return self.processor.shutdown(timeout_s)
+        """Finish scoring (within ``timeout_s``); held roots leave unscored after that.
+        The evaluation log records are flushed in the last part of the time."""
+        if self._owned_logs is None:
+            return self.processor.shutdown(timeout_s)
+        deadline = time.monotonic() + timeout_s
+        scored = self.processor.shutdown(timeout_s * 0.8)
+        logs = self._owned_logs
+        left = max(0.05, deadline - time.monotonic())
+        flushed = call_within(lambda: logs.force_flush(int(left * 1000)), left,
+                              "evaluation logs flush")
+        call_within(logs.shutdown, max(0.05, deadline - time.monotonic()),
+                    "evaluation logs shutdown")
+        return scored and flushed

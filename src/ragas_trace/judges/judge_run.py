@@ -61,12 +61,14 @@ class JudgeRun:
         self._embedding_calls = 0
         self._rounds = 0
         self._invalid_usage = 0
+        self._embedding_tokens = 0
 
     def usage(self) -> JudgeUsage:
         return JudgeUsage(self._prompt_tokens, self._completion_tokens, self._chat_calls,
-                          self._embedding_calls, self._rounds, self._invalid_usage)
+                          self._embedding_calls, self._rounds, self._invalid_usage,
+                          self._embedding_tokens)
 
-    def _charge(self, usage: object, *fields: str) -> None:
+    def _charge(self, usage: object, *fields: str, embedding: bool = False) -> None:
         """Add a reply's token counts; a count that is not a plausible number (NaN,
         negative, text: the endpoint's ``usage`` is not validated by the client) is
         ignored and counted, so it never reaches the token budget or a span."""
@@ -79,6 +81,8 @@ class JudgeRun:
         prompt, *completion = [c or 0 for c in counts]
         self._prompt_tokens += prompt
         self._completion_tokens += sum(completion)
+        if embedding:
+            self._embedding_tokens += prompt
 
     async def chat(self, task: Task, user: str, parse: Callable[[dict[str, Any]], T],
                    depth: int) -> T:
@@ -160,7 +164,7 @@ class JudgeRun:
                 raise JudgeCallError(exc.status, f"embedding: {exc.reason}") from exc
             vectors = _vectors(response, len(todo), judge.embedding_dimension)
             judge.embedding_dimension = len(vectors[0])
-            self._charge(response.usage, "prompt_tokens")
+            self._charge(response.usage, "prompt_tokens", embedding=True)
             for i, vector in zip(todo, vectors, strict=True):
                 found[i] = vector
                 if cache is not None:

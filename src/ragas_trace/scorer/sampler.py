@@ -4,15 +4,19 @@
   (lower 64 bits against ``rate * 2**64``), so every process that sees the trace
   makes the same decision.
 - A cap on evaluations started per minute (sliding window).
-- A judge-token budget per rolling hour, charged with what each evaluation cost.
+- A judge-token budget per rolling hour and a USD budget per rolling day, charged
+  with what each evaluation cost. They are checked before a record starts: records
+  already with the judge finish, so the spend can pass a budget by what at most
+  ``concurrency`` records cost.
 - Always-score rules: a truthy attribute (``ragas.evaluation.always`` by default) or
   a user predicate on the finished span. They bypass the ratio and the per-minute
-  cap, not the token budget, which is a cost ceiling.
+  cap, not the budgets, which are cost ceilings.
 """
 
 from __future__ import annotations
 
 import logging
+import math
 import threading
 import time
 from collections import deque
@@ -22,12 +26,16 @@ from dataclasses import dataclass
 from opentelemetry.sdk.trace import ReadableSpan
 
 from ragas_trace import semconv as sc
+from ragas_trace.scorer.budget import RollingBudget
 
 logger = logging.getLogger("ragas_trace")
 
 _TRACE_ID_LOW = (1 << 64) - 1
 _MINUTE_S = 60.0
 _HOUR_S = 3600.0
+_DAY_S = 86400.0
+TOKEN_BUDGET = "token_budget"
+USD_BUDGET = "usd_budget"
 
 AlwaysRule = Callable[[ReadableSpan], bool]
 
@@ -35,7 +43,7 @@ AlwaysRule = Callable[[ReadableSpan], bool]
 @dataclass(frozen=True)
 class Decision:
     sampled: bool
-    reason: str  # ratio | always | rate_limit | token_budget
+    reason: str  # ratio | always | rate_limit | token_budget | usd_budget
 
 
 def trace_id_sampled(trace_id: int, rate: float) -> bool:
@@ -56,6 +64,7 @@ class Sampler:
         *,
         max_per_minute: int = 0,
         token_budget_per_hour: int = 0,
+        usd_budget_per_day: float = 0.0,
         always_attribute: str | None = sc.RAGAS_ALWAYS_SCORE,
         always: AlwaysRule | None = None,
         clock: Callable[[], float] = time.monotonic,
@@ -66,14 +75,13 @@ class Sampler:
             raise ValueError("caps must be >= 0 (0 = no cap)")
         self.rate = rate
         self._max_per_minute = max_per_minute
-        self._budget = token_budget_per_hour
+        self._tokens = RollingBudget(token_budget_per_hour, _HOUR_S)
+        self._usd = RollingBudget(usd_budget_per_day, _DAY_S)
         self._always_attribute = always_attribute
         self._always = always
         self._clock = clock
         self._lock = threading.Lock()
         self._starts: deque[float] = deque()
-        self._spent: deque[tuple[float, int]] = deque()
-        self._spent_total = 0
         self._warned = False
 
     def decide(self, span: ReadableSpan) -> Decision:
@@ -84,29 +92,34 @@ class Sampler:
         now = self._clock()
         with self._lock:
             self._expire(now)
-            if self._budget and self._spent_total >= self._budget:
-                return Decision(False, "token_budget")
+            if self._tokens.exhausted(now):
+                return Decision(False, TOKEN_BUDGET)
+            if self._usd.exhausted(now):
+                return Decision(False, USD_BUDGET)
             if not always and self._max_per_minute and len(self._starts) >= self._max_per_minute:
                 return Decision(False, "rate_limit")
             self._starts.append(now)
         return Decision(True, "always" if always else "ratio")
 
-    def charge(self, tokens: int) -> None:
-        """Record judge tokens spent by one evaluation against the hourly budget. A
-        count that is not a positive int (a judge's NaN) is not charged: added to the
-        total it would keep the budget from ever tripping again."""
-        if isinstance(tokens, bool) or not isinstance(tokens, int) or tokens <= 0 \
-                or not self._budget:
+    def charge(self, tokens: int, usd: float = 0.0) -> None:
+        """Record what one evaluation cost against the budgets: judge tokens (hourly)
+        and USD (daily). A count that is not a positive number (a judge's NaN) is not
+        charged: added to the total it would keep a budget from ever tripping again."""
+        tokens_ok = not isinstance(tokens, bool) and isinstance(tokens, int) and tokens > 0
+        usd_ok = isinstance(usd, float | int) and not isinstance(usd, bool) \
+            and math.isfinite(usd) and usd > 0
+        if not tokens_ok and not usd_ok:
             return
         with self._lock:
-            self._spent.append((self._clock(), tokens))
-            self._spent_total += tokens
+            now = self._clock()
+            if tokens_ok:
+                self._tokens.charge(tokens, now)
+            if usd_ok:
+                self._usd.charge(usd, now)
 
     def _expire(self, now: float) -> None:
         while self._starts and now - self._starts[0] >= _MINUTE_S:
             self._starts.popleft()
-        while self._spent and now - self._spent[0][0] >= _HOUR_S:
-            self._spent_total -= self._spent.popleft()[1]
 
     def _is_always(self, span: ReadableSpan) -> bool:
         if self._always_attribute:

@@ -1,5 +1,5 @@
-"""OTLP receivers on 127.0.0.1 that decode what arrives, so tests can assert on the
-attributes as they were on the wire. HTTP (protobuf and JSON) needs only the
+"""OTLP receivers on 127.0.0.1 that decode what arrives (traces, metrics, logs), so
+tests can assert on the attributes as they were on the wire. HTTP (protobuf and JSON) needs only the
 standard library and ``opentelemetry-proto``; gRPC needs ``grpcio`` (the ``otlp``
 extra)."""
 
@@ -15,6 +15,10 @@ from http.server import BaseHTTPRequestHandler
 from typing import Any
 
 from google.protobuf import json_format
+from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import (
+    ExportLogsServiceRequest,
+    ExportLogsServiceResponse,
+)
 from opentelemetry.proto.collector.metrics.v1.metrics_service_pb2 import (
     ExportMetricsServiceRequest,
 )
@@ -23,6 +27,7 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
     ExportTraceServiceResponse,
 )
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue
+from opentelemetry.proto.logs.v1.logs_pb2 import LogRecord as PbLogRecord
 from opentelemetry.proto.trace.v1.trace_pb2 import Span as PbSpan
 
 from ragas_trace.testing._http import LoopbackHTTPServer
@@ -72,12 +77,46 @@ class WireSpan:
         )
 
 
+@dataclass
+class WireLogRecord:
+    """One received log record, decoded (ids in hex, empty when unset)."""
+
+    trace_id: str
+    span_id: str
+    event_name: str
+    severity_number: int
+    severity_text: str
+    body: Any
+    attributes: dict[str, Any]
+    time_unix_nano: int
+    scope: str = ""
+    resource: dict[str, Any] = field(default_factory=dict)
+
+    @classmethod
+    def from_pb(cls, record: PbLogRecord, scope: str, resource: dict[str, Any]
+                ) -> WireLogRecord:
+        return cls(
+            trace_id=record.trace_id.hex(),
+            span_id=record.span_id.hex(),
+            event_name=record.event_name,
+            severity_number=record.severity_number,
+            severity_text=record.severity_text,
+            body=any_value(record.body) if record.HasField("body") else None,
+            attributes={kv.key: any_value(kv.value) for kv in record.attributes},
+            time_unix_nano=record.time_unix_nano,
+            scope=scope,
+            resource=resource,
+        )
+
+
 class _Store:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._spans: list[WireSpan] = []
         self._metrics: list[ExportMetricsServiceRequest] = []
+        self._logs: list[WireLogRecord] = []
         self.requests = 0
+        self.log_requests = 0
 
     def add_traces(self, request: ExportTraceServiceRequest) -> None:
         decoded: list[WireSpan] = []
@@ -93,9 +132,33 @@ class _Store:
         with self._lock:
             self._metrics.append(request)
 
+    def add_logs(self, request: ExportLogsServiceRequest) -> None:
+        decoded: list[WireLogRecord] = []
+        for rl in request.resource_logs:
+            resource = {kv.key: any_value(kv.value) for kv in rl.resource.attributes}
+            for sl in rl.scope_logs:
+                decoded.extend(WireLogRecord.from_pb(r, sl.scope.name, resource)
+                               for r in sl.log_records)
+        with self._lock:
+            self.log_requests += 1
+            self._logs.extend(decoded)
+
     def spans(self) -> list[WireSpan]:
         with self._lock:
             return list(self._spans)
+
+    def logs(self) -> list[WireLogRecord]:
+        with self._lock:
+            return list(self._logs)
+
+    def wait_for_logs(self, predicate: Callable[[list[WireLogRecord]], bool],
+                      timeout: float) -> bool:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if predicate(self.logs()):
+                return True
+            time.sleep(0.02)
+        return predicate(self.logs())
 
     def metric_names(self) -> set[str]:
         with self._lock:
@@ -112,19 +175,21 @@ class _Store:
 
 
 class OtlpHttpReceiver(_Store):
-    """``/v1/traces`` and ``/v1/metrics`` over HTTP, protobuf or JSON, gzip or not.
+    """``/v1/traces``, ``/v1/metrics`` and ``/v1/logs`` over HTTP, protobuf or JSON,
+    gzip or not.
 
-    ``signals=("traces",)`` answers 404 on ``/v1/metrics``, as a traces-only backend
+    ``signals=("traces",)`` answers 404 on the others, as a traces-only backend
     (Phoenix, Jaeger) does; a body over ``max_body_bytes`` is refused with 413, as
     collectors do past their limit (counted in ``too_large``)."""
 
     def __init__(self, host: str = "127.0.0.1", port: int = 0, *,
-                 signals: tuple[str, ...] = ("traces", "metrics"),
+                 signals: tuple[str, ...] = ("traces", "metrics", "logs"),
                  max_body_bytes: int | None = None) -> None:
         super().__init__()
         store = self
         self.too_large = 0
-        paths = {f"/v1/{signal}" for signal in signals} & {"/v1/traces", "/v1/metrics"}
+        paths = {f"/v1/{signal}" for signal in signals} & {"/v1/traces", "/v1/metrics",
+                                                            "/v1/logs"}
 
         class Handler(BaseHTTPRequestHandler):
             def do_POST(self) -> None:
@@ -148,6 +213,9 @@ class OtlpHttpReceiver(_Store):
                 if self.path == "/v1/traces":
                     req: Any = ExportTraceServiceRequest()
                     add: Callable[[Any], None] = store.add_traces
+                elif self.path == "/v1/logs":
+                    req = ExportLogsServiceRequest()
+                    add = store.add_logs
                 else:
                     req = ExportMetricsServiceRequest()
                     add = store.add_metrics
@@ -184,13 +252,14 @@ class OtlpHttpReceiver(_Store):
 
 
 class OtlpGrpcReceiver(_Store):
-    """The OTLP trace and metrics gRPC services; a message over ``max_message_bytes``
+    """The OTLP trace, metrics and logs gRPC services; a message over ``max_message_bytes``
     (gRPC's default 4 MiB unless given) is refused with RESOURCE_EXHAUSTED by gRPC."""
 
     def __init__(self, host: str = "127.0.0.1", port: int = 0, *,
                  max_message_bytes: int | None = None) -> None:
         super().__init__()
         import grpc
+        from opentelemetry.proto.collector.logs.v1 import logs_service_pb2_grpc
         from opentelemetry.proto.collector.metrics.v1 import metrics_service_pb2_grpc
         from opentelemetry.proto.collector.metrics.v1.metrics_service_pb2 import (
             ExportMetricsServiceResponse,
@@ -209,6 +278,11 @@ class OtlpGrpcReceiver(_Store):
                 store.add_metrics(request)
                 return ExportMetricsServiceResponse()
 
+        class Logs(logs_service_pb2_grpc.LogsServiceServicer):  # type: ignore[misc]
+            def Export(self, request: ExportLogsServiceRequest, context: Any) -> Any:
+                store.add_logs(request)
+                return ExportLogsServiceResponse()
+
         options = [] if max_message_bytes is None else \
             [("grpc.max_receive_message_length", max_message_bytes)]
         self._server = grpc.server(futures.ThreadPoolExecutor(max_workers=4), options=options)
@@ -216,6 +290,8 @@ class OtlpGrpcReceiver(_Store):
             Traces(), self._server)
         metrics_service_pb2_grpc.add_MetricsServiceServicer_to_server(  # type: ignore[no-untyped-call]
             Metrics(), self._server)
+        logs_service_pb2_grpc.add_LogsServiceServicer_to_server(  # type: ignore[no-untyped-call]
+            Logs(), self._server)
         self.port = self._server.add_insecure_port(f"{host}:{port}")
         self._host = host
 

@@ -17,8 +17,10 @@ from ragas_trace.collectors import _attributes as at
 def rag_request(tracer: Tracer, question: str = "What is the capital of France?",
                 answer: str = "Paris is the capital of France.",
                 docs: Sequence[str] = ("Paris is the capital and largest city of France.",),
-                root_attributes: Mapping[str, Any] | None = None, name: str = "rag") -> int:
-    """One request: root CHAIN > RETRIEVER, LLM. Returns the root's span id."""
+                root_attributes: Mapping[str, Any] | None = None, name: str = "rag",
+                llm_attributes: Mapping[str, Any] | None = None) -> int:
+    """One request: root CHAIN > RETRIEVER, LLM (with ``llm_attributes`` added, e.g.
+    another instrumentation's ``gen_ai.response.id``). Returns the root's span id."""
     attrs = dict(at.chain_attributes(name, "test", "test-app"))
     attrs.update(at.input_attributes(question))
     attrs.update(root_attributes or {})
@@ -30,6 +32,7 @@ def rag_request(tracer: Tracer, question: str = "What is the capital of France?"
         with tracer.start_as_current_span("llm", attributes=dict(
                 at.llm_attributes("m", "p", 10, 5))) as llm:
             llm.set_attribute(sc.OUTPUT_VALUE, answer)
+            llm.set_attributes(dict(llm_attributes or {}))
         root.set_attributes(dict(at.output_attributes(answer)))
         return int(root.get_span_context().span_id)
 

@@ -83,7 +83,7 @@ def score_annotations(span: ReadableSpan, outcome: Outcome, judge: str,
             name=str(metric), score=result.value,
             label=(label(result.value, threshold) if result.value is not None
                    else str(result.status)),
-            explanation=_explain(metric, scores, policy),
+            explanation=explain(metric, scores, policy),
             annotator_kind=kind, judge=judge, threshold=threshold,
             timestamp_ns=span.end_time or 0))
     out += [replace(a, target=TRACE) for a in out]
@@ -151,7 +151,7 @@ def document_annotations(scores: Scores, record: RagRecord,
     return out
 
 
-def _explain(metric: Metric, scores: Scores, policy: ContentPolicy) -> str:
+def explain(metric: Metric, scores: Scores, policy: ContentPolicy) -> str:
     """The first unsupported statement for faithfulness (what a reviewer checks
     first), when the content policy lets it out; else counts, the judge's reason
     or why the metric was not scored."""
