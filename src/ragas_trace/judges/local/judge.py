@@ -22,10 +22,11 @@ import numpy as np
 from ragas_trace._internal_errors import record_internal_error
 from ragas_trace.judges.local.conventions import answer_parts, clean_line
 from ragas_trace.judges.local.embedder import MODEL_ID, Embedder, ModelIntegrityError, Vectors
-from ragas_trace.judges.local.evidence import Evidence, build_evidence
+from ragas_trace.judges.local.evidence import Evidence, build_evidence, plain_words
 from ragas_trace.judges.local.features import (
     StatementEvidence,
     answer_evidence,
+    copied,
     statement_evidence,
     with_supports,
 )
@@ -192,6 +193,9 @@ class _Record:
         passages = [contexts] if isinstance(contexts, str) else contexts  # one passage
         self.contexts = [flatten_passage(c) for c in passages
                          if isinstance(c, str) and c.strip()]
+        # The passages' words as written (a structured one unflattened).
+        self.passage_words = frozenset(plain_words("\n".join(
+            c for c in passages if isinstance(c, str))))
         self.skipped: dict[Metric, MetricResult] = {}
         context_chars = sum(len(c) for c in self.contexts)
         if context_chars > limits[0]:
@@ -296,7 +300,7 @@ class _Record:
     def _answer_evidence(self, measured: list[Measured]) -> dict[str, float]:
         return answer_evidence([m.statement for m in measured] if not self.short
                                else self.answer_parts, [m.features for m in measured],
-                               self.evidence, self.short, self.answer)
+                               self.evidence, self.answer, self.passage_words)
 
     def _measured(self, vec: _VecFn, sentence_vectors: Vectors,
                   framed: FramedSupport | None) -> list[Measured]:
@@ -365,11 +369,16 @@ class _Record:
             reason = "the answer declines to answer" if self.refusal else \
                 "the answer states nothing the context could support"
             return MetricResult.unscored(MetricStatus.NO_STATEMENTS, reason), ()
+        whole = self._answer_evidence(measured)
+        if copied(whole, self.short):
+            return MetricResult.scored(1.0), tuple(
+                StatementVerdict(m.statement, True, "word for word in the context")
+                for m in measured)
         degrees = [(models.short if m.kind == "short" else models.statement)
                    .probability(m.features) for m in measured]
         verdicts = tuple(StatementVerdict(m.statement, d >= 0.5, f"support {d:.2f}: {m.reason}")
                          for m, d in zip(measured, degrees, strict=True))
-        answer = with_supports(self._answer_evidence(measured), degrees)
+        answer = with_supports(whole, degrees)
         return MetricResult.scored(models.answer.probability(answer)), verdicts
 
     def _similarity(self, first: str, second: str) -> float:

@@ -126,7 +126,8 @@ _EXPECTATIONS: tuple[tuple[re.Pattern[str], Expects], ...] = (
 # Numbers written as words: "two" answers "how many" as "2" does. Not the words that
 # are also articles ("un", "uno", "ein").
 NUMBER_WORDS = frozenset("""
-one two three four five six seven eight nine ten eleven twelve twenty hundred thousand
+one two three four five six seven eight nine ten eleven twelve fifteen twenty thirty
+forty fifty sixty seventy eighty ninety hundred thousand
 million billion dozen zwei drei vier fünf sechs sieben acht neun zehn elf zwölf zwanzig
 hundert tausend deux trois quatre cinq sept huit neuf dix onze douze vingt cent mille
 dos cuatro cinco seis siete ocho nueve diez doce veinte cien ciento mil millón millones
