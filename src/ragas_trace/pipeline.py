@@ -13,6 +13,7 @@ from opentelemetry.trace import Tracer
 
 from ragas_trace.config import Settings
 from ragas_trace.exporters.annotations import AnnotationSinks, backends
+from ragas_trace.exporters.app_label import AppLabel
 from ragas_trace.exporters.content_policy import ContentPolicy, Redactor
 from ragas_trace.exporters.metrics import ScorerMetrics
 from ragas_trace.exporters.processor import ScoringSpanProcessor
@@ -91,7 +92,7 @@ def build_pipeline(
 
     ``service`` (default ``settings.service_name``) is the metrics' ``service`` label;
     ``app_label`` gives their ``app`` label for a root span (default: its
-    ``ragas.app.name``, else its name).
+    ``ragas.app.name``, else the ``app_name`` setting, else ``unknown``).
     Nothing starts until the first record arrives; call ``processor.shutdown()``.
     """
     policy = content_policy(settings, redact)
@@ -129,6 +130,6 @@ def build_pipeline(
         evaluation_project=settings.evaluation_project,
         evaluation_tracer=evaluation_tracer,
         annotations=annotations,
-        app_label=app_label,
+        app_label=app_label or AppLabel(default=settings.app_name),
     )
     return ScoringPipeline(processor, scorer, sampler, metrics, settings, annotations)

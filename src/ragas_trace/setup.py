@@ -11,7 +11,8 @@ nothing but metrics); with ``project_from_service`` that provider's spans go to 
 Phoenix project named after the service; to Langfuse's OTLP endpoint it adds the
 basic auth built from ``LANGFUSE_PUBLIC_KEY`` / ``LANGFUSE_SECRET_KEY`` and the
 ingestion-version header. Likewise for metrics: ``metrics_port`` serves a Prometheus
-endpoint (for pre-fork servers see ``ragas_trace.metrics_port``); else an existing global SDK ``MeterProvider`` is used; else OTLP
+endpoint (for pre-fork servers see ``ragas_trace.metrics_port``); else an existing
+global SDK ``MeterProvider`` is used; else OTLP
 metrics when an endpoint is configured, unless it is a traces-only backend
 (Phoenix, Langfuse) and no metrics endpoint was named."""
 

@@ -1,6 +1,8 @@
 """The RAG app the pre-fork tests serve: ``setup()`` at import (so in the master with
-``--preload``, in each worker without), ``metrics_port`` and the judge from the
-environment. Each request records one RAG request's spans and answers
+``--preload``, in each worker without), ``metrics_port`` from the environment, and
+the scripted judge: these tests are about where the counts go, and the OpenAI
+client's import alone costs each worker about a second of CPU. Each request records
+one RAG request's spans and answers
 ``<pid> <serves the metrics port: 0/1>``.
 
     python -m gunicorn prefork_app:wsgi_app --chdir DIR [-k uvicorn.workers.UvicornWorker]
@@ -14,8 +16,9 @@ from typing import Any
 
 import ragas_trace
 from ragas_trace.testing.rag_spans import rag_request
+from ragas_trace.testing.scripted_judge import ScriptedJudge
 
-rt = ragas_trace.setup(service_name="prefork", judge="openai", exporter="none")
+rt = ragas_trace.setup(service_name="prefork", judge=ScriptedJudge(0.8), exporter="none")
 tracer = rt.tracer_provider.get_tracer("prefork")
 
 

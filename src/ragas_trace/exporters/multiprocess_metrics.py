@@ -21,7 +21,7 @@ import re
 import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
-from typing import Any
+from typing import Any, Final
 
 from opentelemetry.context import Context
 from opentelemetry.metrics import (
@@ -43,7 +43,7 @@ from ragas_trace._internal_errors import record_internal_error
 
 MULTIPROC_DIR_ENV = "PROMETHEUS_MULTIPROC_DIR"
 # Only the gauges of living processes count: a dead worker held nothing.
-GAUGE_MODE = "livesum"
+GAUGE_MODE: Final = "livesum"
 GAUGE_INTERVAL_S = 1.0
 _UNITS = {"s": "seconds", "ms": "milliseconds", "By": "bytes"}
 
@@ -206,7 +206,7 @@ def forget_dead_processes(path: str) -> None:
     for file in glob.glob(os.path.join(path, f"gauge_{GAUGE_MODE}_*.db")):
         pid = file.rsplit("_", 1)[-1].removesuffix(".db")
         if pid.isdigit() and not _alive(int(pid)):
-            multiprocess.mark_process_dead(int(pid), path)
+            multiprocess.mark_process_dead(int(pid), path)  # type: ignore[no-untyped-call]
 
 
 def _alive(pid: int) -> bool:
@@ -226,11 +226,11 @@ class MultiprocessCollector:
         from prometheus_client.multiprocess import MultiProcessCollector
 
         self._path = path
-        self._merged = MultiProcessCollector(None, path)
+        self._merged = MultiProcessCollector(None, path)  # type: ignore[no-untyped-call]
 
     def collect(self) -> Iterable[Any]:
         try:
             forget_dead_processes(self._path)
         except OSError:
             pass  # a file another scrape removed first
-        return self._merged.collect()  # type: ignore[no-any-return]
+        return self._merged.collect()  # type: ignore[no-untyped-call,no-any-return]

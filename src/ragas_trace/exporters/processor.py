@@ -32,6 +32,7 @@ from ragas_trace._deadline import call_within, remaining
 from ragas_trace._internal_errors import record_internal_error
 from ragas_trace.exporters.annotations import AnnotationSinks
 from ragas_trace.exporters.annotations.sinks import Prepared
+from ragas_trace.exporters.app_label import AppLabel
 from ragas_trace.exporters.content_policy import ContentPolicy
 from ragas_trace.exporters.evaluation_span import (
     build_evaluation_span,
@@ -71,7 +72,8 @@ class ScoringSpanProcessor(SpanProcessor):
     started through ``evaluation_tracer``, and metrics.
 
     Spans from elsewhere (decoded from OTLP) go in through ``ingest``. ``app_label``
-    gives a root's ``app`` metric label (default ``app_name``).
+    gives a root's ``app`` metric label (default: its ``ragas.app.name``, else
+    ``unknown``; see ``exporters.app_label``).
     """
 
     def __init__(
@@ -114,7 +116,7 @@ class ScoringSpanProcessor(SpanProcessor):
         self._evaluation_spans = evaluation_spans
         self._evaluation_project = evaluation_project
         self._evaluation_tracer = evaluation_tracer
-        self._app_label = app_label or app_name
+        self._app_label = app_label or AppLabel()
         self._traces = TraceBuffer(max_open_traces)
         self._lock = threading.Lock()
         self._wake = threading.Condition(self._lock)
@@ -443,13 +445,6 @@ def _judge_deadline(deadline: float) -> float:
     """Of a flush or shutdown deadline, the part the judge gets: up to the last second
     (at most half of the time left) is kept for exporting what it scored."""
     return deadline - min(EXPORT_RESERVE_S, remaining(deadline) / 2)
-
-
-def app_name(span: ReadableSpan) -> str:
-    """The ``app`` metric label of a root, as ``extract_record`` derives the record's
-    ``app_name``: ``ragas.app.name``, else the span's name."""
-    name = (span.attributes or {}).get(sc.RAGAS_APP_NAME)
-    return name if isinstance(name, str) else span.name
 
 
 _processors: weakref.WeakSet[ScoringSpanProcessor] = weakref.WeakSet()
