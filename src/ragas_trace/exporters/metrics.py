@@ -53,7 +53,9 @@ from ragas_trace.scorer.outcome import EvaluationStatus, Outcome
 METER_NAME = "ragas_trace"
 DEFAULT_MAX_APPS = 100
 SCORE_BUCKETS = (0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0)
-TOKEN_BUCKETS = (50, 100, 250, 500, 1000, 2000, 4000, 8000, 16000)
+# Floats, so that ``le`` reads the same ("50.0") from the OpenTelemetry exporter and
+# from prometheus_client's multiprocess mode (exporters.multiprocess_metrics).
+TOKEN_BUCKETS = (50.0, 100.0, 250.0, 500.0, 1000.0, 2000.0, 4000.0, 8000.0, 16000.0)
 DURATION_BUCKETS = (0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0)
 
 
