@@ -7,7 +7,7 @@ import threading
 from collections import OrderedDict
 from collections.abc import Sequence
 
-from ragas_trace.judges.base import Judge
+from ragas_trace.judges.base import Judge, judge_thresholds
 from ragas_trace.results import ALL_METRICS, Metric, Scores
 
 
@@ -24,6 +24,11 @@ class RecordingJudge:
     @property
     def name(self) -> str:
         return self._inner.name
+
+    @property
+    def thresholds(self) -> dict[str, float]:
+        """The inner judge's pass thresholds: the labels and verdicts follow it."""
+        return judge_thresholds(self._inner)
 
     async def evaluate(
         self,

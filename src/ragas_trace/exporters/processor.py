@@ -277,7 +277,7 @@ class ScoringSpanProcessor(SpanProcessor):
                 record: RagRecord | None, outcome: Outcome) -> None:
         """Scorer thread: the judge's answer for ``span``."""
         judge = self.scorer.judge_name
-        self.metrics.evaluation(outcome, self._app_label(span), judge)
+        self.metrics.evaluation(outcome, self._app_label(span), judge, self.thresholds)
         if outcome.status is EvaluationStatus.DROPPED:
             self.metrics.dropped(outcome.reason or "dropped")
         if outcome.scores is not None:
