@@ -84,3 +84,32 @@ def test_multiprocess_series_are_the_exporters_series(tmp_path: Path):
         "ragas_evaluations_total", "ragas_faithfulness_bucket", "ragas_judge_duration_seconds_sum",
         "ragas_scorer_dropped_total", "ragas_export_lost_total", "ragas_held_spans"}
     assert multi == single
+
+
+_DIES = textwrap.dedent("""
+    import ragas_trace
+    from ragas_trace.testing.scripted_judge import ScriptedJudge
+    rt = ragas_trace.setup(service_name="svc", judge=ScriptedJudge(), metrics_port=0,
+                           exporter="none")
+    m = rt.pipeline.processor.metrics
+    m.observe(held=lambda: 5, queued=lambda: 2)
+    m.dropped("queue_full")  # a record: the gauges are written with it
+""")
+
+
+def test_a_dead_processs_counts_stay_and_its_gauges_go(tmp_path: Path):
+    from ragas_trace.exporters.multiprocess_metrics import MultiprocessCollector
+
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith(("RAGAS_TRACE_", "OTEL_", "PROMETHEUS_"))}
+    env["PYTHONPATH"] = os.pathsep.join([str(Path(ragas_trace.__file__).parents[1]),
+                                         env.get("PYTHONPATH", "")])
+    env["PROMETHEUS_MULTIPROC_DIR"] = str(tmp_path)
+    for _ in range(2):  # two workers that lived and died
+        subprocess.run([sys.executable, "-c", _DIES], env=env, timeout=60, check=True)
+    assert len(list(tmp_path.glob("gauge_livesum_*.db"))) == 2
+    merged = {s.name: s.value for family in MultiprocessCollector(str(tmp_path)).collect()
+              for s in family.samples}
+    assert merged["ragas_scorer_dropped_total"] == 2.0
+    assert merged.get("ragas_held_spans", 0.0) == 0.0  # not 10: nobody holds anything
+    assert not list(tmp_path.glob("gauge_livesum_*.db"))
