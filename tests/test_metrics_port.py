@@ -93,7 +93,7 @@ _DIES = textwrap.dedent("""
                            exporter="none")
     m = rt.pipeline.processor.metrics
     m.observe(held=lambda: 5, queued=lambda: 2)
-    m.dropped("queue_full")  # a record: the gauges are written with it
+    m.dropped("queue_full")
 """)
 
 

@@ -112,7 +112,8 @@ class MultiprocessMeter(NoOpMeter):
     multiprocess values; other instruments are no-ops (the scorer uses none).
     A process cannot call another's callbacks at scrape time, so each process
     writes its gauges' values every ``GAUGE_INTERVAL_S`` from a daemon thread,
-    started with its first record (again in a forked child, which has no threads)."""
+    started with its first record (again in a forked child, which has no threads):
+    a worker that never recorded anything holds nothing."""
 
     def __init__(self, name: str) -> None:
         super().__init__(name)
@@ -149,9 +150,8 @@ class MultiprocessMeter(NoOpMeter):
         return NoOpObservableGauge(name, callbacks, unit, description)
 
     def recorded(self) -> None:
-        """Called on every record: the gauges now, and the refresher if this process
-        has none yet."""
-        self.refresh_gauges()
+        """Called on every record (some on the app's thread, so no more than a pid
+        check): starts the refresher if this process has none yet."""
         pid = os.getpid()
         if self._refresher_pid != pid and self._gauges:
             with self._lock:
@@ -163,11 +163,11 @@ class MultiprocessMeter(NoOpMeter):
     def _refresh_forever(self) -> None:
         pid = os.getpid()
         while self._refresher_pid == pid:
-            time.sleep(GAUGE_INTERVAL_S)
             try:
                 self.refresh_gauges()
             except Exception as exc:  # a gauge is not worth a dead thread
                 record_internal_error("multiprocess_metrics.gauges", exc)
+            time.sleep(GAUGE_INTERVAL_S)
 
     def refresh_gauges(self) -> None:
         for gauge, callbacks in self._gauges:
