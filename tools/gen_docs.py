@@ -25,6 +25,7 @@ Sources, by block name:
     alert-score-mixes     the demo's local-judge scores the alert simulator replays
                           (ragas_trace/alerting/data, tools/derive_alert_scores.py)
     alert-simulation      bench/results/alert_simulation.json, one row per level/drop/rate
+    alert-simulate-default  the same file: ``ragas-trace alerts simulate``'s default output
     cli-help[-COMMAND]    ``ragas-trace [COMMAND] --help``, 100 columns wide
     screenshot            the Phoenix screenshot (tools/phoenix_screenshot.py), once it exists
     examples              examples/*.py and the first sentence of each one's docstring
@@ -296,6 +297,16 @@ def _alert_simulation() -> str:
     return str(markdown_table(figures))
 
 
+def _alert_simulate_default() -> str:
+    """What ``ragas-trace alerts simulate`` printed with its defaults (the bench's run)."""
+    path = RESULTS / "alert_simulation.json"
+    figure = json.loads(path.read_text(encoding="utf-8"))["figures"].get("default") \
+        if path.exists() else None
+    if figure is None:
+        return "No run yet: run `python bench/alert_simulation.py --default-only`."
+    return f"```\n{figure['output'].rstrip()}\n```"
+
+
 def _figures_sources() -> str:
     lines = []
     for name, document in results_files():
@@ -387,6 +398,7 @@ GENERATORS: dict[str, Callable[[], str]] = {
     "judge-report": _judge_report,
     "alert-score-mixes": _alert_score_mixes,
     "alert-simulation": _alert_simulation,
+    "alert-simulate-default": _alert_simulate_default,
     "screenshot": _screenshot,
     "examples": _examples,
     **{f"quickstart-{name}": _quick_start(name) for name in QUICK_STARTS},
