@@ -45,7 +45,7 @@ MULTIPROC_DIR_ENV = "PROMETHEUS_MULTIPROC_DIR"
 # Only the gauges of living processes count: a dead worker held nothing.
 GAUGE_MODE: Final = "livesum"
 GAUGE_INTERVAL_S = 1.0
-_UNITS = {"s": "seconds", "ms": "milliseconds", "By": "bytes"}
+_UNITS = {"s": "seconds"}  # the one unit the scorer's instruments use
 
 
 def multiproc_dir() -> str | None:
