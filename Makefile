@@ -4,7 +4,7 @@ PHOENIX_VENV ?= .venv-phoenix
 # Flags for the demo that make phoenix sends, e.g. make phoenix DEMO_ARGS="--requests 10"
 DEMO_ARGS ?=
 
-.PHONY: install install-demo demo phoenix phoenix-stop test lint typecheck unit docs dist
+.PHONY: install install-demo demo phoenix phoenix-stop test lint typecheck unit docs dist alert-derive
 
 $(VENV)/bin/python:
 	python3 -m venv $(VENV)
@@ -63,6 +63,14 @@ docs: install
 	$(PY) tools/check_docs_render.py site --screenshots out/docs-render $(DOCS_RENDER)
 
 test: lint typecheck unit docs
+
+# After the local judge changes: the alert simulator's default score samples from the
+# judge that ships (the demo's answers, scored by it), the shipped rules measured on
+# them, and the alerting guide's tables regenerated from both.
+alert-derive: install
+	$(PY) tools/derive_alert_scores.py
+	$(PY) bench/alert_simulation.py
+	$(PY) tools/gen_docs.py
 
 # The sdist and the wheel in dist/, checked by twine (the metadata PyPI would show).
 dist: install

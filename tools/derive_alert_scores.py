@@ -1,8 +1,12 @@
 """Regenerate the score samples ``ragas-trace alerts simulate`` replays by default:
-the faithfulness the local judge gives the demo app's answers, once with the demo's
-default behaviour (healthy) and once with every answer hallucinated (bad).
+the faithfulness the local judge that ships (its model file in the package) gives the
+demo app's answers, once with the demo's default behaviour (healthy) and once with
+every answer hallucinated (bad).
 
     .venv/bin/python tools/derive_alert_scores.py
+
+``make alert-derive`` runs this, then ``bench/alert_simulation.py`` (the shipped rules
+measured on the new samples) and ``tools/gen_docs.py`` (the alerting guide's tables).
 """
 
 from __future__ import annotations
@@ -11,6 +15,7 @@ import json
 from pathlib import Path
 
 from ragas_trace.demo.runner import DemoOptions, run_demo
+from ragas_trace.judges.local import LocalJudge
 from ragas_trace.results import Metric
 
 DATA = Path(__file__).resolve().parents[1] / "src" / "ragas_trace" / "alerting" / "data"
@@ -34,6 +39,7 @@ def main() -> None:
     for name, values in samples.items():
         (DATA / name).write_text(json.dumps(values) + "\n", encoding="utf-8")
         print(f"{name}: {len(values)} scores, mean {sum(values) / len(values):.3f}")
+    print(f"judge: local, faithfulness threshold {LocalJudge().thresholds['faithfulness']:g}")
 
 
 if __name__ == "__main__":

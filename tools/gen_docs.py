@@ -22,6 +22,10 @@ Sources, by block name:
     figures-from-NAME     every figure of bench/results/NAME.json (a guide's table)
     figures-sources       the same files: script, command, date, machine
     judge-report          bench/results/local_judge_report.json, one row per data set
+    alert-score-mixes     the demo's local-judge scores the alert simulator replays
+                          (ragas_trace/alerting/data, tools/derive_alert_scores.py)
+    alert-simulation      bench/results/alert_simulation.json, one row per level/drop/rate
+    alert-simulate-default  the same file: ``ragas-trace alerts simulate``'s default output
     cli-help[-COMMAND]    ``ragas-trace [COMMAND] --help``, 100 columns wide
     screenshot            the Phoenix screenshot (tools/phoenix_screenshot.py), once it exists
     examples              examples/*.py, the first sentence of each one's docstring and
@@ -286,6 +290,50 @@ def _judge_report() -> str:
     return "\n".join(lines)
 
 
+def _alert_score_mixes() -> str:
+    """The score samples ``ragas-trace alerts simulate`` replays by default: what the
+    shipped local judge gives the demo's answers, against that judge's threshold."""
+    from ragas_trace.alerting import load_scores
+    from ragas_trace.judges.local import LocalJudge
+
+    threshold = LocalJudge().thresholds["faithfulness"]
+    lines = [f"| sample | scores | mean | spread (sd) | passing (>= {threshold:g}) |",
+             "| --- | --- | --- | --- | --- |"]
+    for kind, what in (("healthy", "healthy: the demo's default traffic"),
+                       ("bad", "bad: every answer hallucinated")):
+        values = load_scores(None, kind)
+        mean = sum(values) / len(values)
+        spread = (sum((v - mean) ** 2 for v in values) / len(values)) ** 0.5
+        passing = sum(v >= threshold for v in values) / len(values)
+        lines.append(f"| {what} | {len(values)} | {mean:.2f} | {spread:.2f} | "
+                     f"{passing:.0%} |")
+    return "\n".join(lines)
+
+
+def _alert_simulation() -> str:
+    """The shipped rules' delays and false pages (bench/alert_simulation.py)."""
+    path = RESULTS / "alert_simulation.json"
+    if not path.exists():
+        return "No figures yet: run `python bench/alert_simulation.py`."
+    sys.path.insert(0, str(ROOT / "bench"))
+    try:
+        from alert_simulation import markdown_table
+    finally:
+        sys.path.remove(str(ROOT / "bench"))
+    figures = json.loads(path.read_text(encoding="utf-8"))["figures"]
+    return str(markdown_table(figures))
+
+
+def _alert_simulate_default() -> str:
+    """What ``ragas-trace alerts simulate`` printed with its defaults (the bench's run)."""
+    path = RESULTS / "alert_simulation.json"
+    figure = json.loads(path.read_text(encoding="utf-8"))["figures"].get("default") \
+        if path.exists() else None
+    if figure is None:
+        return "No run yet: run `python bench/alert_simulation.py --default-only`."
+    return f"```\n{figure['output'].rstrip()}\n```"
+
+
 def _figures_sources() -> str:
     lines = []
     for name, document in results_files():
@@ -403,6 +451,9 @@ GENERATORS: dict[str, Callable[[], str]] = {
     "figures-headline": lambda: _figures(headline_only=True),
     "figures-sources": _figures_sources,
     "judge-report": _judge_report,
+    "alert-score-mixes": _alert_score_mixes,
+    "alert-simulation": _alert_simulation,
+    "alert-simulate-default": _alert_simulate_default,
     "screenshot": _screenshot,
     "examples": _examples,
     "thresholds": _thresholds,

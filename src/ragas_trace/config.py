@@ -153,6 +153,10 @@ SETTINGS: tuple[Setting, ...] = (
             "serve a Prometheus scrape endpoint on this port (0 = any free port)"),
     Setting("metrics_host", "RAGAS_TRACE_METRICS_HOST", "127.0.0.1", text,
             "address the Prometheus endpoint listens on (`0.0.0.0` for every interface)"),
+    Setting("app_name", "RAGAS_TRACE_APP_NAME", None, optional(text),
+            "the `app` label of the scorer's metrics for requests whose root span has no "
+            "`ragas.app.name` (a handler's `app_name`); without it, `unknown`. Span and "
+            "run names never become label values"),
     Setting("max_app_labels", "RAGAS_TRACE_MAX_APP_LABELS", 100, integer(1),
             "distinct `app` label values on the scorer's metrics; later apps are "
             "recorded as `other` and counted in `ragas_metrics_folded_labels_total`"),
@@ -207,6 +211,7 @@ class Settings:
     annotation_retry_s: float
     metrics_port: int | None
     metrics_host: str
+    app_name: str | None
     max_app_labels: int
     exit_grace_s: float
     handle_sigterm: bool

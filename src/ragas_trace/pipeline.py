@@ -15,6 +15,7 @@ from opentelemetry.trace import Tracer
 
 from ragas_trace.config import Settings
 from ragas_trace.exporters.annotations import AnnotationSinks, backends
+from ragas_trace.exporters.app_label import AppLabel
 from ragas_trace.exporters.content_policy import ContentPolicy, Redactor
 from ragas_trace.exporters.evaluation_logs import EvaluationLogs
 from ragas_trace.exporters.metrics import ScorerMetrics
@@ -116,10 +117,10 @@ def build_pipeline(
 
     ``service`` (default ``settings.service_name``) is the metrics' ``service`` label;
     ``app_label`` gives their ``app`` label for a root span (default: its
-    ``ragas.app.name``, else its name); ``logger_provider``, when given, gets the
-    ``gen_ai.evaluation.result`` log records (the caller decides, by
-    ``settings.evaluation_logs``). Raises ``ValueError`` for a USD budget on a judge
-    model without a price.
+    ``ragas.app.name``, else the ``app_name`` setting, else ``unknown``);
+    ``logger_provider``, when given, gets the ``gen_ai.evaluation.result`` log records
+    (the caller decides, by ``settings.evaluation_logs``). Raises ``ValueError`` for a
+    USD budget on a judge model without a price.
     Nothing starts until the first record arrives; call ``processor.shutdown()``.
     """
     policy = content_policy(settings, redact)
@@ -159,7 +160,7 @@ def build_pipeline(
         evaluation_project=settings.evaluation_project,
         evaluation_tracer=evaluation_tracer,
         annotations=annotations,
-        app_label=app_label,
+        app_label=app_label or AppLabel(default=settings.app_name),
         pricing=pricing,
         evaluation_logs=(EvaluationLogs(logger_provider, policy, thresholds)
                          if logger_provider is not None else None),

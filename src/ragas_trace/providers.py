@@ -173,26 +173,47 @@ def existing_meter_provider() -> MeterProvider | None:
 
 
 class PrometheusEndpoint:
-    """A scrape endpoint serving a private registry fed by its own MeterProvider."""
+    """A scrape endpoint serving a private registry: fed by its own MeterProvider, or
+    with ``multiproc_dir``, the merge of every process's files there (see
+    ``exporters.multiprocess_metrics``). Raises ``OSError`` when it cannot bind."""
 
-    def __init__(self, port: int, host: str, resource: Resource) -> None:
+    def __init__(self, port: int, host: str, resource: Resource,
+                 multiproc_dir: str | None = None) -> None:
         try:
             from opentelemetry.exporter.prometheus import PrometheusMetricReader
             from prometheus_client import CollectorRegistry, start_http_server
         except ImportError as exc:
             raise ImportError(f"metrics_port needs the otlp extra: {_OTLP_EXTRA}") from exc
         registry = CollectorRegistry()
-        reader = PrometheusMetricReader(registry=registry)
-        self.meter_provider = MeterProvider(metric_readers=[reader], resource=resource)
         server, _thread = start_http_server(port, addr=host, registry=registry)
         self._server: Any = server
+        self._pid = os.getpid()
         self.port: int = server.server_port
         self.host: str = str(server.server_address[0])
+        self.meter_provider: metrics_api.MeterProvider
+        if multiproc_dir is not None:
+            from ragas_trace.exporters.multiprocess_metrics import (
+                MultiprocessCollector,
+                MultiprocessMeterProvider,
+            )
+            registry.register(MultiprocessCollector(multiproc_dir))  # type: ignore[arg-type]
+            self.meter_provider = MultiprocessMeterProvider()
+        else:
+            reader = PrometheusMetricReader(registry=registry)
+            self.meter_provider = MeterProvider(metric_readers=[reader], resource=resource)
+
+    @property
+    def serving(self) -> bool:
+        """False in a process forked from the one serving: it has the socket, not
+        the thread that answers on it."""
+        return os.getpid() == self._pid
 
     def close(self, timeout_millis: float) -> None:
-        self._server.shutdown()
-        self._server.server_close()
-        self.meter_provider.shutdown(timeout_millis=timeout_millis)
+        if self.serving:
+            self._server.shutdown()
+            self._server.server_close()
+        if isinstance(self.meter_provider, MeterProvider):
+            self.meter_provider.shutdown(timeout_millis=timeout_millis)
 
 
 def otlp_meter_provider(resource: Resource) -> MeterProvider:

@@ -11,7 +11,8 @@ nothing but metrics); with ``project_from_service`` that provider's spans go to 
 Phoenix project named after the service; to Langfuse's OTLP endpoint it adds the
 basic auth built from ``LANGFUSE_PUBLIC_KEY`` / ``LANGFUSE_SECRET_KEY`` and the
 ingestion-version header. Likewise for metrics: ``metrics_port`` serves a Prometheus
-endpoint; else an existing global SDK ``MeterProvider`` is used; else OTLP
+endpoint (for pre-fork servers see ``ragas_trace.metrics_port``); else an existing
+global SDK ``MeterProvider`` is used; else OTLP
 metrics when an endpoint is configured, unless it is a traces-only backend
 (Phoenix, Langfuse) and no metrics endpoint was named. The same for the
 ``gen_ai.evaluation.result`` log records: a ``logger_provider`` passed in, else a
@@ -45,6 +46,7 @@ from ragas_trace.exporters.annotations.langfuse import is_langfuse_otlp, otlp_he
 from ragas_trace.exporters.annotations.phoenix import base_url as phoenix_base_url
 from ragas_trace.exporters.content_policy import Redactor
 from ragas_trace.judges.base import Judge
+from ragas_trace.metrics_port import open_metrics_port
 from ragas_trace.pipeline import ScoringPipeline, build_pipeline
 from ragas_trace.scorer.sampler import AlwaysRule
 
@@ -85,8 +87,10 @@ class RagasTrace:
 
     @property
     def metrics_port(self) -> int | None:
-        """The Prometheus endpoint's port (useful with ``metrics_port=0``)."""
-        return self._prometheus.port if self._prometheus is not None else None
+        """The port of the Prometheus endpoint this process serves (useful with
+        ``metrics_port=0``); None where another process serves it."""
+        endpoint = self._prometheus
+        return endpoint.port if endpoint is not None and endpoint.serving else None
 
     @property
     def metrics_host(self) -> str | None:
@@ -232,9 +236,8 @@ def setup(
     prometheus = None
     owns_meter_provider = False
     if meter_provider is None and resolved.metrics_port is not None:
-        prometheus = providers.PrometheusEndpoint(resolved.metrics_port, resolved.metrics_host,
-                                                  provider.resource)
-        meter_provider = prometheus.meter_provider
+        meter_provider, prometheus = open_metrics_port(
+            resolved.metrics_port, resolved.metrics_host, provider.resource)
     elif meter_provider is None:
         meter_provider = providers.existing_meter_provider()
         if meter_provider is None and otlp_metrics_wanted(resolved):

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import statistics
 import subprocess
@@ -138,13 +139,15 @@ def test_faithfulness_alert_fires_with_drift_and_not_without(demos: dict[str, An
         names = {r["metric"]["__name__"] for r in prometheus.query(
             '{__name__=~"ragas_.+", job="demo-drift"}')}
         assert names >= ALWAYS_EXPORTED, ALWAYS_EXPORTED - names
-        # The dashboard's pass rates read the bucket at the chosen threshold.
-        bounds = {r["metric"]["le"] for r in prometheus.query(
-            'ragas_faithfulness_bucket{job="demo-drift"}')}
-        assert bounds >= _dashboard_thresholds()
+        # The dashboard's pass rates read the judge's own verdicts, per metric.
+        verdicts = {(r["metric"]["metric"], r["metric"]["label"]) for r in prometheus.query(
+            'ragas_verdicts_total{job="demo-drift"}')}
+        assert {metric for metric, _ in verdicts} == _dashboard_pass_rate_metrics()
+        assert {label for _, label in verdicts} == {"pass", "fail"}
 
 
-def _dashboard_thresholds() -> set[str]:
+def _dashboard_pass_rate_metrics() -> set[str]:
     dashboard = json.loads(DASHBOARD.read_text(encoding="utf-8"))
-    threshold = next(v for v in dashboard["templating"]["list"] if v["name"] == "threshold")
-    return {str(option["value"]) for option in threshold["options"]}
+    exprs = [t["expr"] for p in dashboard["panels"] for t in p.get("targets", [])
+             if "ragas_verdicts_total" in t.get("expr", "")]
+    return {m for e in exprs for m in re.findall(r'metric="(\w+)"', e)}

@@ -18,7 +18,7 @@ _HISTOGRAMS = ("ragas_faithfulness", "ragas_answer_relevance", "ragas_context_re
                "ragas_judge_tokens", "ragas_judge_duration_seconds")
 EXPORTED_SERIES = frozenset(
     {f"{h}_{suffix}" for h in _HISTOGRAMS for suffix in ("bucket", "sum", "count")}
-    | {"ragas_evaluations_total", "ragas_faithfulness_unscored_total",
+    | {"ragas_evaluations_total", "ragas_verdicts_total", "ragas_faithfulness_unscored_total",
        "ragas_scorer_dropped_total", "ragas_held_spans", "ragas_scorer_queue_size",
        "ragas_faithfulness_squares_total", "ragas_judge_cost_usd_total"}
 )

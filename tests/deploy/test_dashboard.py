@@ -1,5 +1,6 @@
 import json
 import re
+import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -18,8 +19,7 @@ from deploy_kit import (
 DASHBOARD = DEPLOY / "grafana" / "dashboards" / "ragas-trace.json"
 DATASOURCES = DEPLOY / "grafana" / "provisioning" / "datasources" / "datasources.yaml"
 # What Grafana substitutes before a query reaches Prometheus.
-_GRAFANA_VARS = {"$__rate_interval": "1m", "$__interval": "1m", "$app": ".*", "$judge": ".*",
-                 "$threshold": "0.7"}
+_GRAFANA_VARS = {"$__rate_interval": "1m", "$__interval": "1m", "$app": ".*", "$judge": ".*"}
 
 
 def _dashboard() -> dict[str, Any]:
@@ -82,7 +82,8 @@ def test_queries_read_only_exported_metrics_and_recorded_rules() -> None:
             assert metric_names(variable["definition"]) <= EXPORTED_SERIES
     # score trends and pass rates for all three metrics, status, scorer health
     for metric in ("faithfulness", "answer_relevance", "context_relevance"):
-        assert {f"ragas_{metric}_sum", f"ragas_{metric}_bucket"} <= used
+        assert f"ragas_{metric}_sum" in used
+    assert {"ragas_faithfulness_bucket", "ragas_verdicts_total"} <= used
     assert {"ragas_evaluations_total", "ragas_scorer_dropped_total", "ragas_held_spans",
             "ragas_scorer_queue_size"} <= used
 
@@ -108,11 +109,89 @@ def test_the_alert_panel_plots_what_the_pages_read() -> None:
                     assert {"service", "app", "judge"} <= labels, panel["title"]
 
 
-def test_pass_rate_thresholds_are_histogram_bucket_bounds() -> None:
-    from ragas_trace.exporters.metrics import SCORE_BUCKETS
+def _scrape_of(faithfulness: list[float], thresholds: dict[str, float]) -> str:
+    """What the library's endpoint serves after scoring these faithfulness scores with
+    these pass thresholds (the real metrics code and the OpenTelemetry exporter)."""
+    from opentelemetry.exporter.prometheus import PrometheusMetricReader
+    from opentelemetry.sdk.metrics import MeterProvider
+    from prometheus_client import CollectorRegistry, generate_latest
 
-    threshold = next(v for v in _dashboard()["templating"]["list"] if v["name"] == "threshold")
-    assert {float(o["value"]) for o in threshold["options"]} <= set(SCORE_BUCKETS)
+    from ragas_trace.exporters.metrics import ScorerMetrics
+    from ragas_trace.results import Metric, MetricResult, Scores
+    from ragas_trace.scorer.outcome import EvaluationStatus, Outcome
+
+    registry = CollectorRegistry()
+    provider = MeterProvider(metric_readers=[PrometheusMetricReader(registry=registry)])
+    metrics = ScorerMetrics(provider, "ragas-trace-demo")
+    for value in faithfulness:
+        scores = Scores("local", {Metric.FAITHFULNESS: MetricResult.scored(value)})
+        metrics.evaluation(Outcome(EvaluationStatus.SCORED, scores), "marrowick-guide",
+                           "local", thresholds)
+    text = generate_latest(registry).decode()
+    provider.shutdown()
+    return text
+
+
+def _panel_value(promtool: str, tmp_path: Path, expr: str, scrape: str) -> dict[str, float]:
+    """What Prometheus computes for a panel's query once the scraped counters have
+    grown from 0 to their scraped values in a minute (``promtool test rules``)."""
+    from prometheus_client.parser import text_string_to_metric_families
+
+    series = [
+        {"series": sample.name + "{" + ",".join(
+            f'{k}="{v}"' for k, v in sorted(sample.labels.items())
+            if not k.startswith("otel_scope")) + "}",
+         "values": f"0 {sample.value:g}"}
+        for family in text_string_to_metric_families(scrape) for sample in family.samples
+        if sample.name.startswith("ragas_verdicts_total") or
+        sample.name.startswith("ragas_faithfulness_")]
+    record = {"groups": [{"name": "panel", "rules": [{"record": "panel:value", "expr": expr}]}]}
+    (tmp_path / "panel.yml").write_text(yaml.safe_dump(record), encoding="utf-8")
+    # An expectation that cannot hold: promtool's failure message prints the values.
+    test = {"rule_files": ["panel.yml"], "evaluation_interval": "1m", "tests": [{
+        "interval": "1m", "input_series": series,
+        "promql_expr_test": [{"expr": "panel:value", "eval_time": "1m", "exp_samples": []}]}]}
+    (tmp_path / "test.yml").write_text(yaml.safe_dump(test), encoding="utf-8")
+    done = subprocess.run([promtool, "test", "rules", "test.yml"], cwd=tmp_path,
+                          capture_output=True, text=True, timeout=120, check=False)
+    output = done.stdout + done.stderr
+    found = re.findall(r'(\{__name__="panel:value"[^}]*\}) ([0-9.eE+-]+)', output)
+    assert found, output
+    return {labels: float(value) for labels, value in found}
+
+
+def _pass_rate_expr(metric: str) -> str:
+    title = {"faithfulness": "Faithfulness", "answer_relevance": "Answer relevance",
+             "context_relevance": "Context relevance"}[metric]
+    panel = next(p for p in _panels() if p["title"] == f"{title} pass rate")
+    [target] = panel["targets"]
+    return _substitute(target["expr"]).replace("[1m]", "[2m]")
+
+
+def test_pass_rates_follow_the_judge_that_scored(promtool: str, tmp_path: Path) -> None:
+    # The demo's scores from the shipped local judge (derived by
+    # tools/derive_alert_scores.py), passed or failed by that judge's own thresholds as
+    # the spans' labels are: the panel reads exactly that share, and the demo's healthy
+    # traffic reads as passing; its hallucinated answers do not.
+    from ragas_trace.alerting import load_scores
+    from ragas_trace.demo.recording import RecordingJudge
+    from ragas_trace.judges.local import LocalJudge
+
+    judge = LocalJudge()
+    thresholds = RecordingJudge(judge).thresholds  # what the demo labels its spans by
+    assert thresholds["faithfulness"] == judge.thresholds["faithfulness"]
+    healthy, bad = load_scores(None, "healthy"), load_scores(None, "bad")
+    rates = {}
+    for name, scores in (("healthy", healthy), ("bad", bad)):
+        [rate] = _panel_value(promtool, tmp_path, _pass_rate_expr("faithfulness"),
+                              _scrape_of(list(scores), thresholds)).values()
+        passed = sum(value >= thresholds["faithfulness"] for value in scores)
+        assert abs(rate - passed / len(scores)) < 1e-9
+        rates[name] = rate
+    # The demo's default traffic hallucinates one answer in ten by design: a pass rate
+    # near 0.9 is what a healthy app looks like to a judge that catches them.
+    assert rates["healthy"] >= 0.75, rates
+    assert rates["bad"] < rates["healthy"] - 0.3, rates
 
 
 def test_every_promql_query_parses(promtool: str, tmp_path: Path) -> None:
@@ -126,7 +205,7 @@ def test_every_promql_query_parses(promtool: str, tmp_path: Path) -> None:
     run_promtool(promtool, "check", "rules", str(path))
 
 
-@pytest.mark.parametrize("query", ["{ span.ragas.faithfulness < 0.5 }"])
+@pytest.mark.parametrize("query", ['{ span.ragas.faithfulness.label = "fail" }'])
 def test_tempo_panel_lists_worst_traces_with_traceql(query: str) -> None:
     tempo = [p for p in _panels() if p["datasource"]["type"] == "tempo"]
     assert [t["query"] for p in tempo for t in p["targets"]] == [query]

@@ -139,3 +139,32 @@ def test_app_label_values_are_capped_and_the_rest_counted(caplog):
     assert found["ragas_metrics_folded_labels_total"] == [{"label": "app", "value": "4900.0"}]
     assert sum("more than 100 distinct 'app' label values" in r.message
                for r in caplog.records) == 1
+
+
+def test_5000_run_names_in_process_give_one_app_label(rag_chain):
+    # LangChain run names (often one per request) stay span names; the label is the
+    # app_name setting, as no handler named the app.
+    exporter = InMemorySpanExporter()
+    rt = ragas_trace.setup(service_name="svc", judge=ScriptedJudge(0.8), metrics_port=0,
+                           metrics_host="127.0.0.1", tracer_provider=TracerProvider(),
+                           exporter=exporter, max_held_spans=5000, queue_size=5000,
+                           app_name="support-bot")
+    try:
+        handler = rt.langchain_handler()
+        for i in range(5000):
+            rag_chain.invoke("What is the capital of France?",
+                             config={"callbacks": [handler], "run_name": f"run-{i}"})
+        assert rt.force_flush(timeout_s=60)
+        port = rt.metrics_port
+        assert port is not None
+        found = samples(port)
+    finally:
+        rt.shutdown(timeout_s=5)
+    evaluations = found["ragas_evaluations_total"]
+    assert {s["app"] for s in evaluations} == {"support-bot"}
+    assert sum(float(s["value"]) for s in evaluations) == 5000
+    assert {s["app"] for s in found["ragas_faithfulness_count"]} == {"support-bot"}
+    assert "ragas_metrics_folded_labels_total" not in found
+    roots = [s for s in exporter.get_finished_spans() if s.name.startswith("run-")]
+    assert len({s.name for s in roots}) == 5000
+    assert all(sc.RAGAS_APP_NAME not in (s.attributes or {}) for s in roots)

@@ -23,7 +23,7 @@ def test_langchain_collector_spans_are_scored_by_the_gateway(
         provider.add_span_processor(BatchSpanProcessor(
             OTLPSpanExporter(endpoint=gateway.grpc.endpoint, insecure=True),
             max_export_batch_size=3))  # a request's spans split over several batches
-        handler = RagasCallbackHandler(tracer_provider=provider)
+        handler = RagasCallbackHandler(tracer_provider=provider, app_name=APP_NAME)
         chain = build_chain()
         for question in QUESTIONS[:4]:
             chain.invoke(question.text, config={"callbacks": [handler]})

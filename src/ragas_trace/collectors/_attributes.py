@@ -87,10 +87,13 @@ def as_text(value: Any) -> str | None:
 
 
 def chain_attributes(name: str | None, framework: str, app_name: str | None) -> Iterator[Attribute]:
+    """A root's kind, framework and ``ragas.app.name``: only the name the app chose
+    (``name``, a run or engine name, stays the span's name: as a metric label it
+    could take a value per request)."""
     yield sc.SPAN_KIND, sc.KIND_CHAIN
     yield sc.RAGAS_FRAMEWORK, framework
-    if app_name or name:
-        yield sc.RAGAS_APP_NAME, app_name or name or ""
+    if app_name:
+        yield sc.RAGAS_APP_NAME, app_name
 
 
 def input_attributes(question: str | None) -> Iterator[Attribute]:

@@ -8,6 +8,7 @@ Prometheus exporter's translation gives exactly these series (a test scrapes the
 | histogram `ragas.context_relevance` | `ragas_context_relevance_*` | service, app, judge |
 | counter `ragas.faithfulness.squares` | `ragas_faithfulness_squares_total` | service, app, judge |
 | counter `ragas.evaluations` | `ragas_evaluations_total` | service, app, judge, status |
+| counter `ragas.verdicts` | `ragas_verdicts_total` | service, app, judge, metric, label |
 | counter `ragas.faithfulness.unscored` | `ragas_faithfulness_unscored_total` | see below |
 | counter `ragas.scorer.dropped` | `ragas_scorer_dropped_total` | reason |
 | gauge `ragas.held_spans` | `ragas_held_spans` | |
@@ -19,6 +20,10 @@ Prometheus exporter's translation gives exactly these series (a test scrapes the
 | counter `ragas.export.lost` | `ragas_export_lost_total` | signal, reason |
 | counter `ragas.annotations` | `ragas_annotations_total` | sink, outcome (see below) |
 | counter `ragas.metrics.folded_labels` | `ragas_metrics_folded_labels_total` | label |
+
+``ragas.verdicts`` counts each scored metric of a scored request as ``label`` =
+``pass`` / ``fail`` against the thresholds of the judge that scored it: the spans'
+``ragas.<metric>.label``, so a pass rate needs no threshold of its own.
 
 ``ragas.annotations`` counts Phoenix / Langfuse annotations by what the backend
 confirmed: ``stored``, ``refused``, ``lost`` (each annotation ends as one of them)
@@ -50,18 +55,21 @@ those whose faithfulness was not requested.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 
 from opentelemetry.metrics import CallbackOptions, Meter, MeterProvider, Observation
 
 from ragas_trace.exporters.label_cap import LabelCap
+from ragas_trace.exporters.score_attributes import verdict
 from ragas_trace.results import Metric, MetricStatus
 from ragas_trace.scorer.outcome import EvaluationStatus, Outcome
 
 METER_NAME = "ragas_trace"
 DEFAULT_MAX_APPS = 100
 SCORE_BUCKETS = (0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0)
-TOKEN_BUCKETS = (50, 100, 250, 500, 1000, 2000, 4000, 8000, 16000)
+# Floats, so that ``le`` reads the same ("50.0") from the OpenTelemetry exporter and
+# from prometheus_client's multiprocess mode (exporters.multiprocess_metrics).
+TOKEN_BUCKETS = (50.0, 100.0, 250.0, 500.0, 1000.0, 2000.0, 4000.0, 8000.0, 16000.0)
 DURATION_BUCKETS = (0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0)
 
 
@@ -86,6 +94,9 @@ class ScorerMetrics:
             description="sum of the squared faithfulness scores of scored requests")
         self._evaluations = meter.create_counter(
             "ragas.evaluations", description="RAG requests by evaluation status")
+        self._verdicts = meter.create_counter(
+            "ragas.verdicts",
+            description="scored metrics by pass / fail against the scoring judge's thresholds")
         self._faithfulness_unscored = meter.create_counter(
             "ragas.faithfulness.unscored",
             description="RAG requests whose faithfulness could not be computed, by reason")
@@ -123,7 +134,9 @@ class ScorerMetrics:
         self._held = held
         self._queued = queued
 
-    def evaluation(self, outcome: Outcome, app: str | None, judge: str) -> None:
+    def evaluation(self, outcome: Outcome, app: str | None, judge: str,
+                   thresholds: Mapping[str, float] | None = None) -> None:
+        """``thresholds``: the judge's pass thresholds, for ``ragas.verdicts``."""
         attrs = {"service": self.service, "app": self._app(app, count=True), "judge": judge}
         self._evaluations.add(1, {**attrs, "status": str(outcome.status)})
         reason = faithfulness_gap(outcome)
@@ -137,6 +150,9 @@ class ScorerMetrics:
                 value = scores.result(metric).value
                 if value is not None:
                     histogram.record(value, attrs)
+                    if thresholds is not None:
+                        self._verdicts.add(1, {**attrs, "metric": str(metric),
+                                               "label": verdict(metric, value, thresholds)})
                     if metric is Metric.FAITHFULNESS:
                         self._faithfulness_squares.add(value * value, attrs)
         self._tokens.record(scores.usage.prompt_tokens, {"type": "prompt"})

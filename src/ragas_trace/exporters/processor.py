@@ -32,6 +32,7 @@ from ragas_trace._deadline import call_within, remaining
 from ragas_trace._internal_errors import record_internal_error
 from ragas_trace.exporters.annotations import AnnotationSinks
 from ragas_trace.exporters.annotations.sinks import Prepared
+from ragas_trace.exporters.app_label import AppLabel
 from ragas_trace.exporters.content_policy import ContentPolicy
 from ragas_trace.exporters.evaluation_logs import EvaluationLogs
 from ragas_trace.exporters.evaluation_span import (
@@ -74,8 +75,9 @@ class ScoringSpanProcessor(SpanProcessor):
     started through ``evaluation_tracer``, and metrics.
 
     Spans from elsewhere (decoded from OTLP) go in through ``ingest``. ``app_label``
-    gives a root's ``app`` metric label (default ``app_name``). ``pricing`` prices the
-    judge's tokens (the cost counter and the USD budget); ``evaluation_logs`` emits the
+    gives a root's ``app`` metric label (default: its ``ragas.app.name``, else
+    ``unknown``; see ``exporters.app_label``). ``pricing`` prices the judge's tokens
+    (the cost counter and the USD budget); ``evaluation_logs`` emits the
     ``gen_ai.evaluation.result`` log records.
     """
 
@@ -123,7 +125,7 @@ class ScoringSpanProcessor(SpanProcessor):
         self._evaluation_spans = evaluation_spans
         self._evaluation_project = evaluation_project
         self._evaluation_tracer = evaluation_tracer
-        self._app_label = app_label or app_name
+        self._app_label = app_label or AppLabel()
         self._traces = TraceBuffer(max_open_traces)
         self._lock = threading.Lock()
         self._wake = threading.Condition(self._lock)
@@ -287,7 +289,7 @@ class ScoringSpanProcessor(SpanProcessor):
         """Scorer thread: the judge's answer for ``span``."""
         judge = self.scorer.judge_name
         app = self._app_label(span)
-        self.metrics.evaluation(outcome, app, judge)
+        self.metrics.evaluation(outcome, app, judge, self.thresholds)
         if outcome.status is EvaluationStatus.DROPPED:
             self.metrics.dropped(outcome.reason or "dropped")
         if outcome.scores is not None:
@@ -471,13 +473,6 @@ def _judge_deadline(deadline: float) -> float:
     """Of a flush or shutdown deadline, the part the judge gets: up to the last second
     (at most half of the time left) is kept for exporting what it scored."""
     return deadline - min(EXPORT_RESERVE_S, remaining(deadline) / 2)
-
-
-def app_name(span: ReadableSpan) -> str:
-    """The ``app`` metric label of a root, as ``extract_record`` derives the record's
-    ``app_name``: ``ragas.app.name``, else the span's name."""
-    name = (span.attributes or {}).get(sc.RAGAS_APP_NAME)
-    return name if isinstance(name, str) else span.name
 
 
 _processors: weakref.WeakSet[ScoringSpanProcessor] = weakref.WeakSet()

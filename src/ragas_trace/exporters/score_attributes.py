@@ -25,6 +25,11 @@ def label(value: float, threshold: float) -> str:
     return PASS if value >= threshold else FAIL
 
 
+def verdict(metric: Metric, value: float, thresholds: Mapping[str, float]) -> str:
+    """``metric``'s pass / fail against ``thresholds`` (the judge's; 0.5 if it has none)."""
+    return label(value, thresholds.get(str(metric), 0.5))
+
+
 # What the collector did not find, as the judge reports it per metric.
 _CAPTURE_GAPS = (MetricStatus.NO_QUESTION, MetricStatus.NO_CONTEXT, MetricStatus.NO_ANSWER)
 
@@ -61,8 +66,8 @@ def score_attributes(outcome: Outcome, judge: str | None,
             continue  # not requested; a skip with a reason (an input limit) is shown
         if result.value is not None:
             attrs[sc.metric_attribute(metric)] = result.value
-            attrs[sc.metric_label_attribute(metric)] = label(
-                result.value, thresholds.get(str(metric), 0.5))
+            attrs[sc.metric_label_attribute(metric)] = verdict(metric, result.value,
+                                                               thresholds)
         else:
             attrs[sc.metric_status_attribute(metric)] = str(result.status)
     attrs[sc.RAGAS_JUDGE_PROMPT_TOKENS] = scores.usage.prompt_tokens

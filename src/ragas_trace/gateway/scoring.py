@@ -19,7 +19,7 @@ from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor
 
 from ragas_trace._deadline import call_within
 from ragas_trace.config import Settings
-from ragas_trace.gateway.app_label import AppLabel
+from ragas_trace.exporters.app_label import AppLabel
 from ragas_trace.gateway.assembler import Release
 from ragas_trace.gateway.forward import ForwardQueue
 from ragas_trace.gateway.settings import GatewaySettings

@@ -67,7 +67,9 @@ class RagasCallbackHandler(BaseCallbackHandler):
     """Turns each LangChain request into a trace whose spans carry what Ragas scores.
 
     ``tracer_provider``: where spans go (default: the global provider).
-    ``app_name``: recorded as ``ragas.app.name`` (default: the root chain's name).
+    ``app_name``: recorded as ``ragas.app.name``, the ``app`` label of the score
+    metrics (default: none; the label is then the ``app_name`` setting; run names
+    stay span names, never label values).
     ``max_documents``: passages recorded per retriever span (env
     ``RAGAS_TRACE_MAX_DOCUMENTS``, default 100; fewer when the span attribute limit
     would be exceeded, with the true count in ``ragas.retrieval.documents_total``).

@@ -66,7 +66,8 @@ def instrument(
     ``tags``: capture only requests started inside LlamaIndex's
     ``instrument_tags({...})`` with all of these items. ``engines``: capture only
     requests made on these engine objects (held weakly). ``app_name``: recorded as
-    ``ragas.app.name`` (default: the engine's class and method). ``max_documents``,
+    ``ragas.app.name``, the score metrics' ``app`` label (default: none; the label
+    is then the ``app_name`` setting). ``max_documents``,
     ``run_ttl_s``, ``max_open_runs``: as for the LangChain collector (env
     ``RAGAS_TRACE_MAX_DOCUMENTS``, ``RAGAS_TRACE_RUN_TTL_S``,
     ``RAGAS_TRACE_MAX_OPEN_RUNS``). Calling it again with the same ``tags`` and

@@ -1,0 +1,92 @@
+"""What ``setup(metrics_port=P)`` does, wherever it runs: in one process, in each
+worker of a pre-fork server, in its master before the fork (``--preload``), or in
+both. It never raises for a port it cannot bind; it says in one log line what it
+did instead.
+
+- ``PROMETHEUS_MULTIPROC_DIR`` set (the pre-fork recipe, docs/guides/production.md):
+  every process records into its own files there; the process that binds P serves
+  the merge of all of them; a process that finds P taken says so and goes on
+  recording. When the serving worker dies, the next process to start (its
+  replacement) binds P again; the files, and so the counts, outlive every process.
+- Not set: the process that binds P serves its own metrics. Another that finds P
+  taken serves none (a warning names the fix), and a process forked from the
+  serving one (``--preload``) is warned that its metrics are not in that scrape.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import weakref
+
+from opentelemetry.metrics import MeterProvider, NoOpMeterProvider
+from opentelemetry.sdk.resources import Resource
+
+from ragas_trace import providers
+from ragas_trace.exporters import multiprocess_metrics
+
+logger = logging.getLogger("ragas_trace")
+GUIDE = "docs/guides/production.md, 'Pre-fork servers'"
+
+
+def open_metrics_port(port: int, host: str, resource: Resource,
+                      ) -> tuple[MeterProvider, providers.PrometheusEndpoint | None]:
+    """The meter provider for the scorer's metrics, and the endpoint this process
+    serves (None if another process serves it, or nobody can)."""
+    path = _usable_multiproc_dir()
+    try:
+        endpoint = providers.PrometheusEndpoint(port, host, resource, multiproc_dir=path)
+    except OSError as exc:
+        if path is not None:
+            logger.info("ragas-trace: metrics port %s:%s is taken (%s); this process "
+                        "(pid %d) writes its metrics to PROMETHEUS_MULTIPROC_DIR=%s, whose "
+                        "merge the process holding the port serves",
+                        host, port, exc.strerror or exc, os.getpid(), path)
+            return multiprocess_metrics.MultiprocessMeterProvider(), None
+        logger.warning("ragas-trace: metrics port %s:%s cannot be served (%s): this "
+                       "process's (pid %d) metrics are not exported. Under a pre-fork "
+                       "server, set PROMETHEUS_MULTIPROC_DIR to an empty directory shared "
+                       "by the workers (see %s)",
+                       host, port, exc.strerror or exc, os.getpid(), GUIDE)
+        return NoOpMeterProvider(), None
+    if path is not None:
+        logger.info("ragas-trace: serving on %s:%d the metrics of every process that "
+                    "writes to PROMETHEUS_MULTIPROC_DIR=%s (this one: pid %d)",
+                    endpoint.host, endpoint.port, path, os.getpid())
+    else:
+        _single_process_endpoints.add(endpoint)
+    return endpoint.meter_provider, endpoint
+
+
+def _usable_multiproc_dir() -> str | None:
+    path = multiprocess_metrics.multiproc_dir()
+    if path is None:
+        return None
+    if not os.path.isdir(path):
+        logger.warning("ragas-trace: PROMETHEUS_MULTIPROC_DIR=%s is not a directory: "
+                       "metrics are served per process (see %s)", path, GUIDE)
+        return None
+    if not multiprocess_metrics.multiprocess_values_ready():
+        logger.warning("ragas-trace: PROMETHEUS_MULTIPROC_DIR was set after "
+                       "prometheus_client was imported, which reads it once: metrics are "
+                       "served per process (set it in the server's environment)")
+        return None
+    return path
+
+
+_single_process_endpoints: weakref.WeakSet[providers.PrometheusEndpoint] = weakref.WeakSet()
+
+
+def _warn_forked_child() -> None:
+    # The child shares the parent's socket but not its serving thread nor, after this
+    # point, its counts: what it records never reaches the parent's scrape.
+    for endpoint in list(_single_process_endpoints):
+        logger.warning("ragas-trace: process %d was forked from the one serving metrics on "
+                       "%s:%d; its metrics are not in that scrape. Set "
+                       "PROMETHEUS_MULTIPROC_DIR for a pre-fork server (see %s)",
+                       os.getpid(), endpoint.host, endpoint.port, GUIDE)
+        break
+    _single_process_endpoints.clear()
+
+
+os.register_at_fork(after_in_child=_warn_forked_child)
