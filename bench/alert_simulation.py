@@ -106,6 +106,8 @@ def main() -> int:
                 false_pages: dict[str, float] = {}
                 for drop in DROPS:
                     mix = ScoreMix.of(list(healthy), bad)
+                    if drop > mix.healthy.mean() - mix.bad.mean():
+                        continue  # even all-bad traffic cannot lower the mean this much
                     # The steady run does not depend on the drop: a week once per level
                     # and rate, a short one (run alongside, so free) otherwise.
                     days = args.steady_days if not false_pages else 0.25

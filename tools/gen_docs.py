@@ -156,6 +156,8 @@ HEADLINE = (
     ("judge_cost", "price_ratio"),
     ("local_judge_speed", "records_per_s_2_threads"),
     ("local_judge_report", "ragtruth (both tasks):auroc"),
+    ("local_judge_report", "attributionbench:auroc"),
+    ("local_judge_speed", "long_records_per_s_2_threads"),
     ("local_judge_agreement", "public_by_kind:held_out/all kinds:faithfulness"),
     ("shutdown_deadlines", "backend_down_shutdown_s"),
 )

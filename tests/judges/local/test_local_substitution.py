@@ -80,9 +80,9 @@ def test_a_changed_word_makes_a_long_sentence_unsupported(
     other = judge.evaluate_sync(None, [context], changed, F)
     assert same.faithfulness is not None and other.faithfulness is not None
     # One common word in twenty: the share of grounded words alone would keep it ~0.9.
-    # The copy passes; the changed sentence scores at most half of it (whether it falls
-    # under the threshold is the fit's call: its data hold few such substitutions).
-    assert passing <= same.faithfulness and other.faithfulness <= same.faithfulness / 2, \
+    # The copy passes; the changed sentence scores far below it (whether it falls under
+    # the threshold is the fit's call: its data hold few such substitutions).
+    assert passing <= same.faithfulness and other.faithfulness < same.faithfulness - 0.4, \
         (same, other)
     assert f'says "{expected.said}" where the context says "{expected.instead}"' \
         in other.statements[0].reason, other
