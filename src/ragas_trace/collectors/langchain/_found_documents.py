@@ -41,7 +41,7 @@ def in_tool_output(output: Any) -> list[Document] | None:
 
 def in_output(outputs: Any, depth: int = 0) -> Iterator[tuple[str, list[Document]]]:
     """``(state key, documents)`` for each list of Documents a step returned."""
-    if type(outputs) is dict:
+    if isinstance(outputs, dict):  # a stream's are ``AddableDict``s
         for key, value in outputs.items():
             docs = _documents(value)
             if docs is not None:
@@ -83,7 +83,7 @@ def step_input(inputs: Any) -> StepInput | None:
         if docs is None:
             return None
         return StepInput({"documents": frozenset(d.page_content for d in docs)})
-    if kind is not dict:
+    if not isinstance(inputs, dict):  # a stream's are ``AddableDict``s
         return None
     by_key: dict[str, frozenset[str]] = {}
     for key, value in inputs.items():
@@ -104,7 +104,7 @@ def kept(outputs: Any, given: StepInput) -> Iterator[list[Document]]:
             yield docs
     if type(outputs) is list and not outputs and "documents" in given.by_key:
         yield []
-    elif type(outputs) is dict:
+    elif isinstance(outputs, dict):
         for key in given.by_key:
             if type(outputs.get(key)) is list and not outputs[key]:
                 yield []
@@ -119,3 +119,8 @@ def unseen(docs: Sequence[Document], seen_lists: Iterable[Sequence[Any]]) -> lis
             seen.add(doc.page_content)
             fresh.append(doc)
     return fresh
+
+
+# The input of a step started by a stream (``{"input": ""}``): the real one arrives
+# with its end event, and is read then.
+STREAMED = StepInput({})
