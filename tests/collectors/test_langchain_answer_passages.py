@@ -16,8 +16,9 @@ retrievals in the answering prompt, each of them counts (as before)."""
 from __future__ import annotations
 
 import asyncio
+import json
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any, Literal
 
 import agent_fakes as apps
@@ -26,9 +27,16 @@ from langchain.agents import create_agent
 from langchain_core.callbacks import CallbackManagerForLLMRun
 from langchain_core.documents import Document
 from langchain_core.language_models import BaseChatModel
-from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
+from langchain_core.messages import (
+    AIMessage,
+    AIMessageChunk,
+    BaseMessage,
+    HumanMessage,
+    ToolMessage,
+)
+from langchain_core.messages.tool import tool_call_chunk
 from langchain_core.output_parsers import StrOutputParser
-from langchain_core.outputs import ChatGeneration, ChatResult
+from langchain_core.outputs import ChatGeneration, ChatGenerationChunk, ChatResult
 from langchain_core.prompts import ChatPromptTemplate
 from langchain_core.runnables import Runnable, RunnableLambda, RunnableParallel
 from langchain_core.runnables import RunnablePassthrough as Passthrough
@@ -75,7 +83,8 @@ def city_of(text: str) -> int:
 
 class ScriptedModel(BaseChatModel):
     """A chat model whose reply is a function of the conversation it is given (so that
-    concurrent requests get their own), for agents and structured output alike."""
+    concurrent requests get their own), for agents and structured output alike; a
+    stream gets the text word by word, or the tool calls in one chunk."""
 
     reply: Callable[[list[BaseMessage]], AIMessage]
     fail: bool = False
@@ -93,6 +102,20 @@ class ScriptedModel(BaseChatModel):
         if self.fail:
             raise RuntimeError("model unavailable")
         return ChatResult(generations=[ChatGeneration(message=self.reply(messages))])
+
+    def _stream(self, messages: list[BaseMessage], stop: list[str] | None = None,
+                run_manager: CallbackManagerForLLMRun | None = None,
+                **kwargs: Any) -> Iterator[ChatGenerationChunk]:
+        if self.fail:
+            raise RuntimeError("model unavailable")
+        reply = self.reply(messages)
+        if reply.tool_calls:
+            calls = [tool_call_chunk(name=c["name"], args=json.dumps(c["args"]), id=c["id"],
+                                     index=i) for i, c in enumerate(reply.tool_calls)]
+            yield ChatGenerationChunk(message=AIMessageChunk("", tool_call_chunks=calls))
+            return
+        for word in re.split(r"(?<= )", reply.text):
+            yield ChatGenerationChunk(message=AIMessageChunk(word))
 
 
 def answer_from_context(messages: list[BaseMessage]) -> AIMessage:
@@ -248,6 +271,10 @@ def call(form: str, app: Any, inputs: list[Any], config: Any) -> None:
         for item in inputs:
             for _ in app.stream(item, config):
                 pass
+    elif form == "stream_messages":  # a graph's models streamed token by token
+        for item in inputs:
+            for _ in app.stream(item, config, stream_mode="messages"):
+                pass
     elif form in ("ainvoke", "astream"):
         asyncio.run(each_async())
     elif form == "batch":
@@ -323,7 +350,7 @@ LOOP_TOOLS: dict[str, Callable[[], BaseTool]] = {
 }
 
 
-@pytest.mark.parametrize("form", FORMS)
+@pytest.mark.parametrize("form", [*FORMS, "stream_messages"])
 @pytest.mark.parametrize("make_tool", LOOP_TOOLS.values(), ids=LOOP_TOOLS.keys())
 def test_the_agentic_rag_loop_answers_from_the_later_retrieval(
         tracing: InMemoryTracing, form: str, make_tool: Callable[[], BaseTool]) -> None:
