@@ -185,16 +185,21 @@ class RagasCallbackHandler(BaseCallbackHandler):
                 self._end_root_chain(run, outputs, kwargs.get("inputs"), None)
             else:
                 found = False
-                lineage = self._lineage(step[3]) if step is not None else ()
+                above = step[3] if step is not None else 0
                 for key, docs in _found_documents.in_output(outputs):
                     name, start = (step[0], step[1]) if step is not None else (key, None)
-                    found |= self._found(run, name, docs, None, start, lineage=lineage)
+                    found |= self._found(run, name, docs, None, start, above=above)
                 given = step[2] if step is not None else None
+                start = step[1] if step is not None else 0
                 if given is _found_documents.STREAMED:
                     given = _found_documents.step_input(kwargs.get("inputs"))
+                    # It started before its input was retrieved: its RERANKER span
+                    # must start after the retrievals it cut (``extract`` reads them
+                    # in start order).
+                    start = time.time_ns()
                 if not found and step is not None and given is not None:
                     for docs in _found_documents.kept(outputs, given):
-                        self._reranked(run, step[0], docs, step[1], lineage)
+                        self._reranked(run, step[0], docs, start, above)
         except Exception as exc:
             record_internal_error("langchain.on_chain_end", exc)
 
@@ -305,7 +310,7 @@ class RagasCallbackHandler(BaseCallbackHandler):
                 docs = _found_documents.in_tool_output(output)
                 if docs:
                     self._found(run, run.name, docs, _span_attributes.tool_input(run.attrs),
-                                run.start_ns, lineage=self._lineage(run.parent_id))
+                                run.start_ns, above=run.parent_id)
             finally:
                 self._end_run(run, _span_attributes.tool_end_attributes, output, None)
         except Exception as exc:
@@ -495,11 +500,11 @@ class RagasCallbackHandler(BaseCallbackHandler):
                             run.start_ns, run.end_ns)
 
     def _found(self, parent: Run, name: str, docs: Sequence[Any], query: str | None,
-               start_ns: int | None, end_ns: int | None = None,
-               lineage: tuple[int, ...] = ()) -> bool:
+               start_ns: int | None, end_ns: int | None = None, above: int = 0) -> bool:
         """A RETRIEVER span under ``parent`` for the passages of ``docs`` not yet seen
         in the request (from ``start_ns``, default now, to ``end_ns``, default now);
-        whether there were any. ``lineage``: the steps and tools open above it."""
+        whether there were any. ``above``: the run id of the step or tool above the
+        one that returned them, if it is open."""
         root = parent.root
         fresh = _found_documents.unseen(docs, root.retrieved)
         if not fresh or root.suppressed:
@@ -514,7 +519,7 @@ class RagasCallbackHandler(BaseCallbackHandler):
         run = Run(0, root, parent, name, attrs, now if start_ns is None else start_ns)
         run.end_ns = now
         run.documents = docs
-        run.lineage = lineage
+        run.lineage = self._lineage(above)
         self._emitter.add_ended(run)
         return True
 
@@ -582,7 +587,7 @@ class RagasCallbackHandler(BaseCallbackHandler):
             seen.update(_discards.texts(run))
 
     def _reranked(self, parent: Run, name: str, docs: Sequence[Document],
-                  start_ns: int, lineage: tuple[int, ...] = ()) -> None:
+                  start_ns: int, above: int = 0) -> None:
         """A RERANKER span under ``parent`` for the passages a step kept: what reaches
         the prompt (``extract`` scores them instead of those it was given). A step
         nested in one that kept the same passages adds none."""
@@ -596,7 +601,7 @@ class RagasCallbackHandler(BaseCallbackHandler):
         run = Run(0, root, parent, name, attrs, start_ns)
         run.end_ns = time.time_ns()
         run.documents = docs
-        run.lineage = lineage
+        run.lineage = self._lineage(above)
         self._emitter.add_ended(run)
 
     def _evict(self, victims: list[Run]) -> None:
