@@ -399,6 +399,27 @@ def test_a_paused_loop_has_no_answer_and_keeps_its_passages(tracing: InMemoryTra
     assert handler.open_runs == 0
 
 
+def test_a_node_paused_after_it_searched_keeps_its_passages(tracing: InMemoryTracing) -> None:
+    """``interrupt()`` raises inside the node to pause the graph: LangGraph's control
+    flow, not a failed attempt, so what the node retrieved stays the request's."""
+    def search_then_approve(state: MessagesState) -> dict[str, Any]:
+        docs = CITIES.as_retriever(search_kwargs={"k": 2}).invoke(state["messages"][-1].text)
+        interrupt({"passages": [d.page_content for d in docs]})
+        return {"messages": [HumanMessage(f"Context:\n{joined(docs)}")]}
+
+    graph = StateGraph(MessagesState)
+    graph.add_node(search_then_approve)
+    graph.add_edge(START, "search_then_approve")
+    graph.compile(checkpointer=InMemorySaver()).invoke(
+        apps.messages_input(), {"callbacks": [RagasCallbackHandler(tracing.provider)],
+                                "configurable": {"thread_id": "t-2"}})
+
+    _, record = one_request(tracing.spans())
+    assert record.answer is None
+    assert passages(record) == top(CITIES, apps.QUESTION, 2)
+    assert discarded(tracing.spans()) == [None]
+
+
 def test_retrievals_the_app_puts_in_one_prompt_all_count(tracing: InMemoryTracing) -> None:
     """An agent that searched twice and answers with both tool results in its prompt:
     both retrievals reached the answering model (the rule as before)."""
