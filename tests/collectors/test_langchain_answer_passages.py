@@ -342,6 +342,23 @@ def test_a_whole_chain_fallback_is_one_request_with_the_fallbacks_passages(
         assert len(failed) == 1 and "model unavailable" in (failed[0].status.description or "")
 
 
+def test_a_model_with_fallbacks_called_on_its_own_is_one_request(
+        tracing: InMemoryTracing) -> None:
+    """The attempts of ``with_fallbacks`` called directly start with no parent run id:
+    both model calls are under the fallbacks run."""
+    model = ScriptedModel(reply=answer_from_context, fail=True).with_fallbacks([ANSWERER])
+    model.invoke([HumanMessage(f"Context:\n{apps.PASSAGE}")],
+                 {"callbacks": [RagasCallbackHandler(tracing.provider)]})
+
+    [root] = [s for s in tracing.spans() if s.parent is None]
+    calls = by_kind(tracing.spans(), sc.KIND_LLM)
+    assert len(calls) == 2 and len(tracing.spans()) == 3
+    assert all(s.parent is not None and s.parent.span_id == root.context.span_id
+               for s in calls)
+    assert [s.status.is_ok for s in sorted(calls, key=lambda s: s.start_time or 0)] == [
+        False, True]
+
+
 LOOP_TOOLS: dict[str, Callable[[], BaseTool]] = {
     # The tutorial's tool: a retriever tool over the vector store.
     "retriever_tool": lambda: apps.retriever_tool(CITIES),
