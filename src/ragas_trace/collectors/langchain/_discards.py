@@ -48,8 +48,8 @@ def mark(children: Sequence[Run], failed: set[int] | None, answer: str | None) -
     """Mark (``ragas.retrieval.discarded``) the retrieval and reranker runs among a
     request's ``children`` that its ``answer`` was not generated from; whether any."""
     retrievals = [r for r in children if r.documents is not None and r.end_ns is not None]
-    if not retrievals:
-        return False
+    if len(retrievals) < 2 and not failed:
+        return False  # most requests: one retrieval, nothing failed
     marked = False
     if failed:
         for run in retrievals:

@@ -427,7 +427,7 @@ class RagasCallbackHandler(BaseCallbackHandler):
                 attrs.update(attributes.input_attributes(question))
             answer = _values.answer_of(outputs)
             attrs.update(attributes.output_attributes(answer))
-            if error is None and _discards.mark(list(run.children), run.failed, answer):
+            if error is None and _discards.mark(run.children, run.failed, answer):
                 self._record_again(run)
             # A consumer that stops a sync stream early ends the root while the
             # model run is still open.
