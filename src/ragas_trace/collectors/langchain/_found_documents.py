@@ -73,10 +73,15 @@ class StepInput:
         self.texts = frozenset().union(*by_key.values())
 
 
+# The input of a step started by a stream: the real one arrives with its end event,
+# and is read then.
+STREAMED = StepInput({})
+
+
 def step_input(inputs: Any) -> StepInput | None:
     """The Documents lists of a step's input (a bare list, or values of a dict such as
-    a graph's state), or None: most steps get none. Runs at every step's start, so
-    anything else returns after one type check."""
+    a graph's state), ``STREAMED`` for a stream's placeholder, or None: most steps get
+    none. Runs at every step's start, so anything else returns after one type check."""
     kind = type(inputs)
     if kind is list:
         docs = _documents(inputs)
@@ -90,7 +95,10 @@ def step_input(inputs: Any) -> StepInput | None:
         if type(value) is list and value and isinstance(value[0], Document):
             by_key[str(key)] = frozenset(d.page_content for d in value
                                          if isinstance(d, Document))
-    return StepInput(by_key) if by_key else None
+    if by_key:
+        return StepInput(by_key)
+    # A stream starts its steps with ``{"input": ""}``: their input comes with their end.
+    return STREAMED if len(inputs) == 1 and inputs.get("input") == "" else None
 
 
 def kept(outputs: Any, given: StepInput) -> Iterator[list[Document]]:
@@ -119,8 +127,3 @@ def unseen(docs: Sequence[Document], seen_lists: Iterable[Sequence[Any]]) -> lis
             seen.add(doc.page_content)
             fresh.append(doc)
     return fresh
-
-
-# The input of a step started by a stream (``{"input": ""}``): the real one arrives
-# with its end event, and is read then.
-STREAMED = StepInput({})

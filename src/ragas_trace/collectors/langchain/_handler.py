@@ -157,7 +157,8 @@ class RagasCallbackHandler(BaseCallbackHandler):
                 parent_run_id = self._adopting_run()
             parent = (self._runs.link(run_id.int, parent_run_id.int)
                       if parent_run_id is not None else None)
-            if parent is not None and parent_run_id is not None:
+            if parent is not None:
+                assert parent_run_id is not None
                 root = parent.root
                 if not root.session_looked_up:
                     _session_from_config(root, parent_run_id)
@@ -166,10 +167,9 @@ class RagasCallbackHandler(BaseCallbackHandler):
                 # whether it filtered them.
                 if len(self._steps) >= self._max_steps:
                     self._steps.clear()  # steps that never ended; only names are lost
-                given = _found_documents.step_input(inputs)
-                if given is None and _values.is_stream_placeholder(inputs):
-                    given = _found_documents.STREAMED  # its input comes with its end
-                self._steps[run_id.int] = (name, time.time_ns(), given, parent_run_id.int)
+                self._steps[run_id.int] = (name, time.time_ns(),
+                                           _found_documents.step_input(inputs),
+                                           parent_run_id.int)
                 return
             self._start_root(run_id, name, None, inputs, metadata)
         except Exception as exc:
@@ -185,21 +185,12 @@ class RagasCallbackHandler(BaseCallbackHandler):
                 self._end_root_chain(run, outputs, kwargs.get("inputs"), None)
             else:
                 found = False
-                above = step[3] if step is not None else 0
                 for key, docs in _found_documents.in_output(outputs):
-                    name, start = (step[0], step[1]) if step is not None else (key, None)
+                    name, start, above = ((step[0], step[1], step[3]) if step is not None
+                                          else (key, None, 0))
                     found |= self._found(run, name, docs, None, start, above=above)
-                given = step[2] if step is not None else None
-                start = step[1] if step is not None else 0
-                if given is _found_documents.STREAMED:
-                    given = _found_documents.step_input(kwargs.get("inputs"))
-                    # It started before its input was retrieved: its RERANKER span
-                    # must start after the retrievals it cut (``extract`` reads them
-                    # in start order).
-                    start = time.time_ns()
-                if not found and step is not None and given is not None:
-                    for docs in _found_documents.kept(outputs, given):
-                        self._reranked(run, step[0], docs, start, above)
+                if not found and step is not None and step[2] is not None:
+                    self._kept(run, step, outputs, kwargs)
         except Exception as exc:
             record_internal_error("langchain.on_chain_end", exc)
 
@@ -249,7 +240,7 @@ class RagasCallbackHandler(BaseCallbackHandler):
             run = self._end_child(run_id, build, documents, None)
             if run is not None:
                 run.documents = documents
-                run.lineage = self._lineage(run.parent_id)
+                run.lineage = self._lineage(run.parent_id, run.root.run_id)
                 run.root.retrieved.append(documents)
         except Exception as exc:
             record_internal_error("langchain.on_retriever_end", exc)
@@ -356,8 +347,11 @@ class RagasCallbackHandler(BaseCallbackHandler):
                      attrs: dict[str, Any]) -> None:
         if parent_run_id is None:
             parent_run_id = self._adopting_run()
-        parent = self._runs.get(parent_run_id.int) if parent_run_id is not None else None
-        if parent is None or parent_run_id is None:
+            if parent_run_id is None:
+                self._start_root(run_id, name, attrs, None)
+                return
+        parent = self._runs.get(parent_run_id.int)
+        if parent is None:
             self._start_root(run_id, name, attrs, None)
         elif parent.root.suppressed:
             self._runs.alias(run_id.int, parent)
@@ -427,7 +421,8 @@ class RagasCallbackHandler(BaseCallbackHandler):
                 attrs.update(attributes.input_attributes(question))
             answer = _values.answer_of(outputs)
             attrs.update(attributes.output_attributes(answer))
-            if error is None and _discards.mark(run.children, run.failed, answer):
+            if (error is None and (run.failed or len(run.retrieved) > 1)
+                    and _discards.mark(run.children, run.failed, answer)):
                 self._record_again(run)
             # A consumer that stops a sync stream early ends the root while the
             # model run is still open.
@@ -519,27 +514,44 @@ class RagasCallbackHandler(BaseCallbackHandler):
         run = Run(0, root, parent, name, attrs, now if start_ns is None else start_ns)
         run.end_ns = now
         run.documents = docs
-        run.lineage = self._lineage(above)
+        run.lineage = self._lineage(above, root.run_id)
         self._emitter.add_ended(run)
         return True
 
-    def _lineage(self, run_id: int) -> tuple[int, ...]:
+    def _lineage(self, run_id: int, root_id: int) -> tuple[int, ...]:
         """The ids of the steps and tools open above a run, nearest first, up to its
-        request's root (excluded)."""
+        request's root (``root_id``, excluded)."""
         ids: list[int] = []
         steps = self._steps
-        while run_id and len(ids) < _MAX_LINEAGE:
+        for _ in range(_MAX_LINEAGE):
+            if run_id == root_id or not run_id:
+                break
             step = steps.get(run_id)
             if step is not None:
                 ids.append(run_id)
                 run_id = step[3]
                 continue
             run = self._runs.get(run_id)
-            if run is None or run.run_id != run_id or run.root is run:
+            if run is None or run.run_id != run_id:
                 break
             ids.append(run_id)
             run_id = run.parent_id
         return tuple(ids)
+
+    def _kept(self, parent: Run, step: tuple[str, int, _found_documents.StepInput | None, int],
+              outputs: Any, kwargs: Mapping[str, Any]) -> None:
+        """RERANKER spans for the passages a step kept of those it was given."""
+        given, start = step[2], step[1]
+        if given is _found_documents.STREAMED:
+            given = _found_documents.step_input(kwargs.get("inputs"))
+            if given is None or given is _found_documents.STREAMED:
+                return
+            # It started before its input was retrieved: its RERANKER span must start
+            # after the retrievals it cut (``extract`` reads them in start order).
+            start = time.time_ns()
+        if given is not None:
+            for docs in _found_documents.kept(outputs, given):
+                self._reranked(parent, step[0], docs, start, step[3])
 
     def _adopting_run(self) -> UUID | None:
         """The run that a run without a parent belongs to: langchain-core's
@@ -601,7 +613,7 @@ class RagasCallbackHandler(BaseCallbackHandler):
         run = Run(0, root, parent, name, attrs, start_ns)
         run.end_ns = time.time_ns()
         run.documents = docs
-        run.lineage = self._lineage(above)
+        run.lineage = self._lineage(above, root.run_id)
         self._emitter.add_ended(run)
 
     def _evict(self, victims: list[Run]) -> None:
