@@ -141,18 +141,24 @@ def _documents(span: Any, prefix: str, docs: list[tuple[str, str]]) -> None:
         span.set_attribute(sc.document_key(i, sc.DOCUMENT_CONTENT, prefix), text)
 
 
-def _retrieve(tracing: InMemoryTracing, name: str, docs: list[tuple[str, str]]) -> None:
+def _retrieve(tracing: InMemoryTracing, name: str, docs: list[tuple[str, str]],
+              discarded: str | None = None) -> None:
     with tracing.tracer.start_as_current_span(name) as span:
         span.set_attribute(sc.SPAN_KIND, sc.KIND_RETRIEVER)
         _documents(span, sc.RETRIEVAL_DOCUMENTS, docs)
+        if discarded is not None:
+            span.set_attribute(sc.RAGAS_RETRIEVAL_DISCARDED, discarded)
 
 
-def _rerank(tracing: InMemoryTracing, name: str, docs: list[tuple[str, str]]) -> None:
+def _rerank(tracing: InMemoryTracing, name: str, docs: list[tuple[str, str]],
+            discarded: str | None = None) -> None:
     """A RERANKER span as OpenInference's LlamaIndex instrumentation makes for a node
     postprocessor (its input documents are left out: they do not matter here)."""
     with tracing.tracer.start_as_current_span(name) as span:
         span.set_attribute(sc.SPAN_KIND, sc.KIND_RERANKER)
         _documents(span, sc.RERANKER_OUTPUT_DOCUMENTS, docs)
+        if discarded is not None:
+            span.set_attribute(sc.RAGAS_RETRIEVAL_DISCARDED, discarded)
 
 
 FOUR = [("a", "A."), ("b", "B."), ("c", "C."), ("d", "D.")]
@@ -218,3 +224,25 @@ def test_a_reranker_matches_passages_by_id_when_it_rewrote_their_text() -> None:
                 [("a", "Window around A."), ("b", "Window around B.")])
 
     assert _record(tracing, body) == ["Window around A.", "Window around B."]
+
+
+def test_a_discarded_retrieval_gives_no_passage_but_is_what_a_reranker_cut() -> None:
+    """A retrieval the answer was not generated from (a failed attempt's, one a later
+    retrieval replaced) adds nothing; an empty reranker after it replaces it, not the
+    group before it."""
+    tracing = InMemoryTracing()
+
+    def failed_attempt() -> None:
+        _retrieve(tracing, "kept", FOUR[:1])
+        _retrieve(tracing, "failed attempt", FOUR[1:3], sc.DISCARDED_FAILED_ATTEMPT)
+        _retrieve(tracing, "fallback", FOUR[3:])
+
+    assert _record(tracing, failed_attempt) == ["A.", "D."]
+
+    def graded_out() -> None:
+        _retrieve(tracing, "kept", FOUR[:1])
+        _retrieve(tracing, "first search", FOUR[1:2], sc.DISCARDED_SUPERSEDED)
+        _rerank(tracing, "grade", [])
+
+    tracing.clear()
+    assert _record(tracing, graded_out) == ["A."]

@@ -193,17 +193,23 @@ class _Passages:
     it was given, whether a retrieval or an earlier reranker's output, so a chain of
     postprocessors leaves the last one's output, and branches that retrieved other
     passages (a parallel retrieval, another tool call) keep theirs. A RERANKER that kept
-    nothing replaces the group just before it. Without RERANKER spans (most
-    instrumentations) this is every retrieved passage, in order."""
+    nothing replaces the group just before it. A span marked
+    ``ragas.retrieval.discarded`` (a failed attempt's retrieval, one a later retrieval
+    replaced in the answering prompt) takes part in that replacing but gives no
+    passages. Without RERANKER spans (most instrumentations) this is every retrieved
+    passage, in order."""
 
     def __init__(self, by_id: Mapping[int, ReadableSpan]) -> None:
         self._by_id = by_id
         self._groups: list[tuple[ReadableSpan, list[Context]]] = []
+        self._discarded: set[int] = set()
 
     def retrieved(self, span: ReadableSpan) -> None:
+        self._note_discarded(span)
         self._groups.append((span, documents_of(span)))
 
     def reranked(self, span: ReadableSpan) -> None:
+        self._note_discarded(span)
         docs = reranked_documents_of(span)
         parent = span.parent.span_id if span.parent is not None else None
         earlier = [i for i, (group_span, _) in enumerate(self._groups)
@@ -221,7 +227,12 @@ class _Passages:
         self._groups.append((span, docs))
 
     def used(self) -> list[Context]:
-        return [c for _, docs in self._groups for c in docs]
+        return [c for span, docs in self._groups if id(span) not in self._discarded
+                for c in docs]
+
+    def _note_discarded(self, span: ReadableSpan) -> None:
+        if (span.attributes or {}).get(sc.RAGAS_RETRIEVAL_DISCARDED):
+            self._discarded.add(id(span))
 
 
 def _ancestors(span: ReadableSpan, by_id: Mapping[int, ReadableSpan]) -> Iterable[ReadableSpan]:

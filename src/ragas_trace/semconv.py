@@ -104,6 +104,11 @@ STREAM_ERROR: Final = "error"
 RAGAS_RUN_EVICTED: Final = "ragas.run.evicted"
 # True on a span ended because its request was cancelled (asyncio), with no end event.
 RAGAS_RUN_CANCELLED: Final = "ragas.run.cancelled"
+# On a RETRIEVER or RERANKER span whose passages the answer was not generated from:
+# why (a failed attempt's, or replaced in the answering prompt by a later retrieval's).
+RAGAS_RETRIEVAL_DISCARDED: Final = "ragas.retrieval.discarded"
+DISCARDED_FAILED_ATTEMPT: Final = "failed_attempt"
+DISCARDED_SUPERSEDED: Final = "superseded"
 RAGAS_ALWAYS_SCORE: Final = "ragas.evaluation.always"
 RAGAS_FAITHFULNESS: Final = "ragas.faithfulness"
 RAGAS_ANSWER_RELEVANCE: Final = "ragas.answer_relevance"

@@ -41,7 +41,7 @@ def in_tool_output(output: Any) -> list[Document] | None:
 
 def in_output(outputs: Any, depth: int = 0) -> Iterator[tuple[str, list[Document]]]:
     """``(state key, documents)`` for each list of Documents a step returned."""
-    if type(outputs) is dict:
+    if isinstance(outputs, dict):  # a stream's are ``AddableDict``s
         for key, value in outputs.items():
             docs = _documents(value)
             if docs is not None:
@@ -73,24 +73,32 @@ class StepInput:
         self.texts = frozenset().union(*by_key.values())
 
 
+# The input of a step started by a stream: the real one arrives with its end event,
+# and is read then.
+STREAMED = StepInput({})
+
+
 def step_input(inputs: Any) -> StepInput | None:
     """The Documents lists of a step's input (a bare list, or values of a dict such as
-    a graph's state), or None: most steps get none. Runs at every step's start, so
-    anything else returns after one type check."""
+    a graph's state), ``STREAMED`` for a stream's placeholder, or None: most steps get
+    none. Runs at every step's start, so anything else returns after one type check."""
     kind = type(inputs)
     if kind is list:
         docs = _documents(inputs)
         if docs is None:
             return None
         return StepInput({"documents": frozenset(d.page_content for d in docs)})
-    if kind is not dict:
+    if not isinstance(inputs, dict):  # a stream's are ``AddableDict``s
         return None
     by_key: dict[str, frozenset[str]] = {}
     for key, value in inputs.items():
         if type(value) is list and value and isinstance(value[0], Document):
             by_key[str(key)] = frozenset(d.page_content for d in value
                                          if isinstance(d, Document))
-    return StepInput(by_key) if by_key else None
+    if by_key:
+        return StepInput(by_key)
+    # A stream starts its steps with ``{"input": ""}``: their input comes with their end.
+    return STREAMED if len(inputs) == 1 and inputs.get("input") == "" else None
 
 
 def kept(outputs: Any, given: StepInput) -> Iterator[list[Document]]:
@@ -104,7 +112,7 @@ def kept(outputs: Any, given: StepInput) -> Iterator[list[Document]]:
             yield docs
     if type(outputs) is list and not outputs and "documents" in given.by_key:
         yield []
-    elif type(outputs) is dict:
+    elif isinstance(outputs, dict):
         for key in given.by_key:
             if type(outputs.get(key)) is list and not outputs[key]:
                 yield []

@@ -42,6 +42,7 @@ from ragas_trace._internal_errors import record_internal_error
 from ragas_trace.collectors import _attributes as attributes
 from ragas_trace.collectors import _settings
 from ragas_trace.collectors.langchain import (
+    _discards,
     _found_documents,
     _span_attributes,
     _values,
@@ -56,6 +57,9 @@ _SCOPE = "ragas_trace.collectors.langchain"
 # query and its mime type, documents_total), plus headroom for sampler attributes.
 _RETRIEVER_BASE_ATTRIBUTES = 8
 _ATTRIBUTE_CACHE_SIZE = 256
+# Steps and tools looked through above a retrieval (a guard: trees are shallower).
+_MAX_LINEAGE = 64
+_DOCUMENT_KEYS = sc.RETRIEVAL_DOCUMENTS + "."
 _Build = Callable[[Any], dict[str, Any]]
 
 
@@ -109,8 +113,9 @@ class RagasCallbackHandler(BaseCallbackHandler):
         self._run_ttl_s = _settings.setting(_settings.RUN_TTL_S, run_ttl_s)
         self._max_steps = _settings.setting(_settings.MAX_OPEN_RUNS, max_open_runs)
         self._runs = RunMap(self._run_ttl_s, self._max_steps)
-        # Open steps inside requests: run id -> (name, start ns, passages given).
-        self._steps: dict[int, tuple[str, int, _found_documents.StepInput | None]] = {}
+        # Open steps inside requests: run id -> (name, start ns, passages given,
+        # parent run id).
+        self._steps: dict[int, tuple[str, int, _found_documents.StepInput | None, int]] = {}
         limit = SpanLimits().max_span_attributes
         self._document_attributes = attributes.DocumentAttributes(
             _values.write_document, "langchain.document",
@@ -150,9 +155,12 @@ class RagasCallbackHandler(BaseCallbackHandler):
                        metadata: dict[str, Any] | None = None, **kwargs: Any) -> None:
         try:
             name = _run_name(serialized, kwargs, "chain")
+            if parent_run_id is None:
+                parent_run_id = self._adopting_run()
             parent = (self._runs.link(run_id.int, parent_run_id.int)
                       if parent_run_id is not None else None)
             if parent is not None:
+                assert parent_run_id is not None
                 root = parent.root
                 if not root.session_looked_up:
                     _session_from_config(root, parent_run_id)
@@ -162,7 +170,8 @@ class RagasCallbackHandler(BaseCallbackHandler):
                 if len(self._steps) >= self._max_steps:
                     self._steps.clear()  # steps that never ended; only names are lost
                 self._steps[run_id.int] = (name, time.time_ns(),
-                                           _found_documents.step_input(inputs))
+                                           _found_documents.step_input(inputs),
+                                           parent_run_id.int)
                 return
             self._start_root(run_id, name, None, inputs, metadata)
         except Exception as exc:
@@ -179,11 +188,11 @@ class RagasCallbackHandler(BaseCallbackHandler):
             else:
                 found = False
                 for key, docs in _found_documents.in_output(outputs):
-                    name, start = (step[0], step[1]) if step is not None else (key, None)
-                    found |= self._found(run, name, docs, None, start)
+                    name, start, above = ((step[0], step[1], step[3]) if step is not None
+                                          else (key, None, 0))
+                    found |= self._found(run, name, docs, None, start, above=above)
                 if not found and step is not None and step[2] is not None:
-                    for docs in _found_documents.kept(outputs, step[2]):
-                        self._reranked(run, step[0], docs, step[1])
+                    self._kept(run, step, outputs, kwargs)
         except Exception as exc:
             record_internal_error("langchain.on_chain_end", exc)
 
@@ -191,8 +200,12 @@ class RagasCallbackHandler(BaseCallbackHandler):
         try:
             run = self._runs.pop(run_id.int)
             self._steps.pop(run_id.int, None)
-            if run is not None and run.run_id == run_id.int and not run.suppressed:
+            if run is None or run.root.suppressed:
+                return
+            if run.run_id == run_id.int:
                 self._end_root_chain(run, None, kwargs.get("inputs"), error)
+            elif _discards.is_failure(error):
+                self._attempt_failed(run.root, run_id.int)
         except Exception as exc:
             record_internal_error("langchain.on_chain_error", exc)
 
@@ -228,6 +241,8 @@ class RagasCallbackHandler(BaseCallbackHandler):
                 build = functools.partial(_with_scores, self._document_attributes, scores)
             run = self._end_child(run_id, build, documents, None)
             if run is not None:
+                run.documents = documents
+                run.lineage = self._lineage(run.parent_id, run.root.run_id)
                 run.root.retrieved.append(documents)
         except Exception as exc:
             record_internal_error("langchain.on_retriever_end", exc)
@@ -288,7 +303,7 @@ class RagasCallbackHandler(BaseCallbackHandler):
                 docs = _found_documents.in_tool_output(output)
                 if docs:
                     self._found(run, run.name, docs, _span_attributes.tool_input(run.attrs),
-                                run.start_ns)
+                                run.start_ns, above=run.parent_id)
             finally:
                 self._end_run(run, _span_attributes.tool_end_attributes, output, None)
         except Exception as exc:
@@ -296,7 +311,9 @@ class RagasCallbackHandler(BaseCallbackHandler):
 
     def on_tool_error(self, error: BaseException, *, run_id: UUID, **kwargs: Any) -> None:
         try:
-            self._end_child(run_id, None, None, error)
+            run = self._end_child(run_id, None, None, error)
+            if run is not None and _discards.is_failure(error):
+                self._attempt_failed(run.root, run.run_id)
         except Exception as exc:
             record_internal_error("langchain.on_tool_error", exc)
 
@@ -330,13 +347,19 @@ class RagasCallbackHandler(BaseCallbackHandler):
 
     def _start_child(self, run_id: UUID, parent_run_id: UUID | None, name: str,
                      attrs: dict[str, Any]) -> None:
-        parent = self._runs.get(parent_run_id.int) if parent_run_id is not None else None
+        if parent_run_id is None:
+            parent_run_id = self._adopting_run()
+            if parent_run_id is None:
+                self._start_root(run_id, name, attrs, None)
+                return
+        parent = self._runs.get(parent_run_id.int)
         if parent is None:
             self._start_root(run_id, name, attrs, None)
         elif parent.root.suppressed:
             self._runs.alias(run_id.int, parent)
         else:
             run = Run(run_id.int, parent.root, parent, name, attrs, time.time_ns())
+            run.parent_id = parent_run_id.int
             if self._runs.add_child(run):
                 self._emitter.start_late(run)
 
@@ -398,7 +421,11 @@ class RagasCallbackHandler(BaseCallbackHandler):
                     # ... and its question is in the state it returns.
                     question = _values.question_of(outputs)
                 attrs.update(attributes.input_attributes(question))
-            attrs.update(attributes.output_attributes(_values.answer_of(outputs)))
+            answer = _values.answer_of(outputs)
+            attrs.update(attributes.output_attributes(answer))
+            if (error is None and (run.failed or len(run.retrieved) > 1)
+                    and _discards.mark(run.children, run.failed, answer)):
+                self._record_again(run)
             # A consumer that stops a sync stream early ends the root while the
             # model run is still open.
             if run.open_children > 0:
@@ -470,26 +497,111 @@ class RagasCallbackHandler(BaseCallbackHandler):
                             run.start_ns, run.end_ns)
 
     def _found(self, parent: Run, name: str, docs: Sequence[Any], query: str | None,
-               start_ns: int | None, end_ns: int | None = None) -> bool:
+               start_ns: int | None, end_ns: int | None = None, above: int = 0) -> bool:
         """A RETRIEVER span under ``parent`` for the passages of ``docs`` not yet seen
         in the request (from ``start_ns``, default now, to ``end_ns``, default now);
-        whether there were any."""
+        whether there were any. ``above``: the run id of the step or tool above the
+        one that returned them, if it is open."""
         root = parent.root
         fresh = _found_documents.unseen(docs, root.retrieved)
         if not fresh or root.suppressed:
             return False
-        root.retrieved.append(fresh)
+        # All of them: the passages seen are the same, and if the retrieval that
+        # brought the others is discarded, they are recorded here (``_record_again``).
+        root.retrieved.append(docs)
         attrs = _RETRIEVER_ATTRIBUTES.copy()
         attrs.update(attributes.input_attributes(query))
         self._document_attributes.add(attrs, fresh)
         now = time.time_ns() if end_ns is None else end_ns
         run = Run(0, root, parent, name, attrs, now if start_ns is None else start_ns)
         run.end_ns = now
+        run.documents = docs
+        run.lineage = self._lineage(above, root.run_id)
         self._emitter.add_ended(run)
         return True
 
+    def _lineage(self, run_id: int, root_id: int) -> tuple[int, ...]:
+        """The ids of the steps and tools open above a run, nearest first, up to its
+        request's root (``root_id``, excluded)."""
+        ids: list[int] = []
+        steps = self._steps
+        for _ in range(_MAX_LINEAGE):
+            if run_id == root_id or not run_id:
+                break
+            step = steps.get(run_id)
+            if step is not None:
+                ids.append(run_id)
+                run_id = step[3]
+                continue
+            run = self._runs.get(run_id)
+            if run is None or run.run_id != run_id:
+                break
+            ids.append(run_id)
+            run_id = run.parent_id
+        return tuple(ids)
+
+    def _kept(self, parent: Run, step: tuple[str, int, _found_documents.StepInput | None, int],
+              outputs: Any, kwargs: Mapping[str, Any]) -> None:
+        """RERANKER spans for the passages a step kept of those it was given."""
+        given, start = step[2], step[1]
+        if given is _found_documents.STREAMED:
+            given = _found_documents.step_input(kwargs.get("inputs"))
+            if given is None or given is _found_documents.STREAMED:
+                return
+            # It started before its input was retrieved: its RERANKER span must start
+            # after the retrievals it cut (``extract`` reads them in start order).
+            start = time.time_ns()
+        if given is not None:
+            for docs in _found_documents.kept(outputs, given):
+                self._reranked(parent, step[0], docs, start, step[3])
+
+    def _adopting_run(self) -> UUID | None:
+        """The run that a run without a parent belongs to: langchain-core's
+        ``RunnableWithFallbacks.invoke`` / ``ainvoke`` run each attempt in the config
+        made for its children but pass the caller's callbacks on, so the attempt starts
+        with no parent run id while the current config's callback manager names the
+        fallbacks run. That run, if it is one of this handler's."""
+        config = var_child_runnable_config.get()
+        if config is None:
+            return None
+        parent = getattr(config.get("callbacks"), "parent_run_id", None)
+        if type(parent) is UUID and self._runs.get(parent.int) is not None:
+            return parent
+        return None
+
+    def _attempt_failed(self, root: Run, run_id: int) -> None:
+        """A step or tool of the request raised: the passages retrieved inside it are
+        no passages of the answer, and passages found later are not taken for theirs."""
+        if root.failed is None:
+            root.failed = set()
+        root.failed.add(run_id)
+        for child in list(root.children):
+            if child.documents is not None and run_id in child.lineage:
+                for i, seen in enumerate(root.retrieved):
+                    if seen is child.documents:
+                        del root.retrieved[i]
+                        break
+
+    def _record_again(self, root: Run) -> None:
+        """After retrievals were discarded: the passages a found RETRIEVER span left out
+        as seen before, in a retrieval now discarded, are its own again."""
+        runs = {id(r.documents): r for r in list(root.children) if r.documents is not None}
+        seen: set[str] = set()
+        for docs in list(root.retrieved):
+            run = runs.get(id(docs))
+            if run is None or sc.RAGAS_RETRIEVAL_DISCARDED in run.attrs:
+                continue
+            if run.run_id == 0 and run.attrs.get(sc.SPAN_KIND) == sc.KIND_RETRIEVER:
+                fresh = [d for d in docs if getattr(d, "page_content", None) not in seen]
+                if len(fresh) != run.attrs.get(attributes.RETRIEVAL_DOCUMENTS_TOTAL):
+                    attrs = {k: v for k, v in run.attrs.items()
+                             if not k.startswith(_DOCUMENT_KEYS)}
+                    self._document_attributes.add(attrs, fresh)
+                    run.attrs = attrs
+            seen.update(_discards.texts(run))
+
     def _reranked(self, parent: Run, name: str, docs: Sequence[Document],
-                  start_ns: int) -> None:
+                  start_ns: int, above: int = 0) -> None:
         """A RERANKER span under ``parent`` for the passages a step kept: what reaches
         the prompt (``extract`` scores them instead of those it was given). A step
         nested in one that kept the same passages adds none."""
@@ -502,6 +614,8 @@ class RagasCallbackHandler(BaseCallbackHandler):
         self._reranked_attributes.add(attrs, docs)
         run = Run(0, root, parent, name, attrs, start_ns)
         run.end_ns = time.time_ns()
+        run.documents = docs
+        run.lineage = self._lineage(above, root.run_id)
         self._emitter.add_ended(run)
 
     def _evict(self, victims: list[Run]) -> None:

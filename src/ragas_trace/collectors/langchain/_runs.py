@@ -20,7 +20,7 @@ from __future__ import annotations
 import asyncio
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from opentelemetry import context as otel_context
@@ -42,15 +42,19 @@ class Run:
     gets its span then and ends it itself.
     """
 
-    __slots__ = ("_child_context", "_root", "attrs", "children", "ctx", "emitted", "end_ns",
-                 "error", "evicted", "kept", "name", "open_children", "parent",
-                 "question_known", "retrieved", "run_id", "run_ids", "session_looked_up",
-                 "span", "start_ns", "started", "streaming", "suppressed", "task_hook")
+    __slots__ = ("_child_context", "_root", "attrs", "children", "ctx", "documents",
+                 "emitted", "end_ns", "error", "evicted", "failed", "kept", "lineage", "name",
+                 "open_children", "parent", "parent_id", "question_known", "retrieved",
+                 "run_id", "run_ids", "session_looked_up", "span", "start_ns", "started",
+                 "streaming", "suppressed", "task_hook")
 
     def __init__(self, run_id: int, root: Run | None, parent: Run | None = None,
                  name: str = "", attrs: dict[str, Any] | None = None,
                  start_ns: int = 0) -> None:
         self.run_id = run_id
+        # The run id of its parent (a chain step, a tool), 0 when none: how its
+        # ``lineage`` is found.
+        self.parent_id = 0
         # None for a root: a root referring to itself would be a reference cycle, and
         # then the request's spans, attributes and passages would wait for the cyclic
         # garbage collector instead of being freed when the request ends (measured on
@@ -87,6 +91,13 @@ class Run:
         self.task_hook: TaskHook | None = None
         # Root only: the texts of the passages a step last kept (a RERANKER span).
         self.kept: frozenset[str] | None = None
+        # Root only: the steps and tools of the request that raised (a fallback's
+        # failed attempt, a retried node); None until one does.
+        self.failed: set[int] | None = None
+        # A retrieval or reranker run: the Documents it returned or kept, whole, and
+        # the run ids of the steps and tools that were open above it (``_discards``).
+        self.documents: Sequence[Any] | None = None
+        self.lineage: tuple[int, ...] = ()
         self._child_context: otel_context.Context | None = None
 
     @property
