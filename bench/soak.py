@@ -12,7 +12,7 @@ What runs
              fed OTLP/HTTP by a sender thread, forwarding to a counting gRPC sink.
   judge      the FakeOpenAIServer, in its own process (its threads are not the app's).
 Each stream mixes ordinary requests, huge ones (1 MB of passages and a 100 kB answer for
-the local judge, 80 kB for the LLM judge; for the gateway a 3 MiB attribute, and a 5 MiB
+the local judge, 70 kB for the LLM judge; for the gateway a 3 MiB attribute, and a 5 MiB
 body it refuses) and malformed ones (the retriever or the model raising, an empty
 question, text of superscripts, lone surrogates and NULs; for the gateway, bodies that
 are not OTLP).
@@ -529,7 +529,7 @@ def run(minutes: float) -> dict[str, Any]:
     streams = {name: Stream(name, 1.0) for name in ("app_local", "app_llm", "gateway")}
     senders: dict[str, Callable[[int], None]] = {}
     # The fake LLM judge is a single Python process; a 1 MB prompt keeps it busy for
-    # minutes (a real API refuses such a prompt at once), so its huge requests are 80 kB.
+    # minutes (a real API refuses such a prompt at once), so its huge requests are 70 kB.
     for name, repeat in (("app_local", 6000), ("app_llm", 400)):
         huge: dict[str, bool] = {}
         fail: dict[str, str] = {}

@@ -1,4 +1,4 @@
-"""The short soak (issue 30): bench/soak.py for 4 minutes, every phase of the full run
+"""The short soak (issue 30): bench/soak.py for 3 minutes, every phase of the full run
 scaled down (warm-up, steady, a judge that answers slowly and then 429 with
 Retry-After, recovery), with the full run's invariants: every request accounted for
 from the /metrics endpoints, nothing held at the end, and no growth beyond the stated
@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-MINUTES = 4
+MINUTES = 3
 
 
 @pytest.mark.slow
