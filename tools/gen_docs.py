@@ -132,6 +132,8 @@ HEADLINE = (
     ("local_judge_report", "ragtruth (both tasks):auroc"),
     ("local_judge_agreement", "public_by_kind:held_out/all kinds:faithfulness"),
     ("shutdown_deadlines", "backend_down_shutdown_s"),
+    ("soak", "app.rss_mib_per_h"),
+    ("soak", "unaccounted"),
 )
 
 _BOUND = re.compile(r"^\s*(<=|≤|<|>=|≥|>)\s*(-?[\d,]*\.?\d+)")
