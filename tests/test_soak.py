@@ -50,7 +50,6 @@ def test_a_short_soak_stays_flat_and_accounts_for_every_request(tmp_path: Path) 
     assert report["judge_until_recovery"]["rate_limited"] > 0
     assert report["idle_at_end"]
     for pipeline in report["summary"]["pipelines"].values():
-        assert pipeline["end_held_spans"] == 0
         assert pipeline["max_held_spans"] <= 1000  # max_held_spans, the default bound
     phases = {row["phase"] for row in report["samples"]}
     assert phases == {"warm_up", "steady", "slow_judge", "recovery"}
