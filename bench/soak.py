@@ -401,13 +401,15 @@ class Sampler:
         heaps = [x["heap"] for x in lines if "heap" in x]
         return heaps[-1] / _MIB if heaps else float("nan")
 
+    def resources(self) -> dict[str, dict[str, float]]:
+        return {"app": {**proc_status(os.getpid()),
+                        "heap_mib": tracemalloc.get_traced_memory()[0] / _MIB},
+                "gateway": {**proc_status(self.gateway_pid), "heap_mib": self.gateway_heap()}}
+
     def sample(self) -> dict[str, Any]:
         t = time.monotonic() - self.start
         row: dict[str, Any] = {"t": round(t, 1), "phase": self.phases.phase(t)}
-        row["process"] = {
-            "app": {**proc_status(os.getpid()),
-                    "heap_mib": tracemalloc.get_traced_memory()[0] / _MIB},
-            "gateway": {**proc_status(self.gateway_pid), "heap_mib": self.gateway_heap()}}
+        row["process"] = self.resources()
         for name, port in self.ports.items():
             m = scrape(port)
             row[name] = {"held_spans": total(m, "ragas_held_spans"),
@@ -534,7 +536,7 @@ def run(minutes: float) -> dict[str, Any]:
         "app_llm": ragas_trace.setup(
             "soak-llm", exporter=exporters["app_llm"],
             judge=OpenAIJudge(base_url=base_url, api_key="soak"),
-            sample_rate=SAMPLE_RATE, metrics_port=0,
+            sample_rate=SAMPLE_RATE, metrics_port=0, breaker_reset_s=30 * scale,
             tracer_provider=TracerProvider(), handle_sigterm=False),
     }
     ports = {name: rt.metrics_port for name, rt in setups.items()}
@@ -592,6 +594,7 @@ def run(minutes: float) -> dict[str, Any]:
     # At most the LLM judge's time budget for a record (180 s) and a margin.
     idle = wait_idle(int_ports, requests_in, timeout_s=240.0)
     stage("drained")
+    at_idle = sampler.resources()
     metrics = {name: scrape(port) for name, port in int_ports.items()}
     accounting = {name: account(metrics[name], requests_in[name]) for name in int_ports}
     gw = streams["gateway"]
@@ -633,16 +636,18 @@ def run(minutes: float) -> dict[str, Any]:
             "internal_errors_in_app_process": internal_errors,
             "top_growth": {"app": app_top,
                            "gateway": gateway_top[-1]["top"] if gateway_top else []},
-            "summary": summarize(phases, sampler.rows)}
+            "at_idle": at_idle, "summary": summarize(phases, sampler.rows, at_idle)}
 
 
 def _sleep_until(when: float) -> None:
     time.sleep(max(0.0, when - time.monotonic()))
 
 
-def summarize(phases: Phases, rows: list[dict[str, Any]]) -> dict[str, Any]:
-    """Slopes of the flat parts, growth from warm-up's end to the end, and the slow
-    phase's peak over the steady phase."""
+def summarize(phases: Phases, rows: list[dict[str, Any]],
+              at_idle: dict[str, dict[str, float]]) -> dict[str, Any]:
+    """Slopes of the flat parts, growth from the steady phase's floor to the end (once
+    everything is drained: what is left is kept, not in flight), and the slow phase's
+    peak over the steady phase."""
     out: dict[str, Any] = {}
     for proc in ("app", "gateway"):
         flat = [r for r in rows if phases.flat(r["t"])]
@@ -653,7 +658,7 @@ def summarize(phases: Phases, rows: list[dict[str, Any]]) -> dict[str, Any]:
             entry[f"{key}_per_h"] = round(slope_per_hour(
                 [(r["t"], r["process"][proc][key]) for r in flat]), 3)
             if steady:
-                entry[f"{key}_growth"] = round(_tail(rows, proc, key) - _head(steady, proc, key),
+                entry[f"{key}_growth"] = round(at_idle[proc][key] - _head(steady, proc, key),
                                                3)
             if slow and steady:
                 entry[f"{key}_slow_peak_over_steady"] = round(
@@ -676,9 +681,6 @@ def _head(rows: list[dict[str, Any]], proc: str, key: str) -> float:
     growth; a leak raises the floor."""
     return float(min(r["process"][proc][key] for r in rows[:3]))
 
-
-def _tail(rows: list[dict[str, Any]], proc: str, key: str) -> float:
-    return float(min(r["process"][proc][key] for r in rows[-3:]))
 
 
 def failures(report: dict[str, Any], short: bool) -> list[str]:
