@@ -160,6 +160,8 @@ HEADLINE = (
     ("local_judge_speed", "long_records_per_s_2_threads"),
     ("local_judge_agreement", "public_by_kind:held_out/all kinds:faithfulness"),
     ("shutdown_deadlines", "backend_down_shutdown_s"),
+    ("soak", "app.rss_mib_per_h"),
+    ("soak", "unaccounted"),
 )
 
 _BOUND = re.compile(r"^\s*(<=|≤|<|>=|≥|>)\s*(-?[\d,]*\.?\d+)")

@@ -24,7 +24,6 @@ _CLOSERS = "\"'”’»」』)）]"
 # whitespace or the end (Latin), or directly anything (CJK).
 _LATIN_BOUNDARY = re.compile(r"([.!?…]+)([" + re.escape(_CLOSERS) + r"]*)(\s+|$)")
 _CJK_BOUNDARY = re.compile(r"([" + _CJK_END + r"]+)([" + re.escape(_CLOSERS) + r"]*)")
-_WORD_BEFORE = re.compile(r"(\S+)$")
 
 
 def split_sentences(text: str) -> list[str]:
@@ -53,26 +52,36 @@ def _split_cjk(text: str) -> list[str]:
 
 
 def _split_latin(text: str) -> list[str]:
+    # Each candidate looks only at its neighbourhood (the word before it, the character
+    # after it): slicing or searching the whole text per candidate made a long passage
+    # take quadratic time (a 1 MB passage held the scorer for minutes).
     pieces: list[str] = []
     start = 0
+    end = len(text.rstrip())
     for m in _LATIN_BOUNDARY.finditer(text):
-        if m.end() >= len(text.rstrip()):
+        if m.end() >= end:
             break
-        if _is_boundary(text, m.start(), m.group(1), text[m.end():]):
+        if _is_boundary(text, m.start(), m.group(1), text[m.end():m.end() + 1]):
             pieces.append(text[start:m.start() + len(m.group(1)) + len(m.group(2))])
             start = m.end()
     pieces.append(text[start:])
     return pieces
 
 
-def _is_boundary(text: str, at: int, terminator: str, rest: str) -> bool:
-    nxt = rest[:1]
+def _word_before(text: str, at: int) -> str:
+    """The run of non-space characters that ends at ``at``."""
+    begin = at
+    while begin > 0 and not text[begin - 1].isspace():
+        begin -= 1
+    return text[begin:at]
+
+
+def _is_boundary(text: str, at: int, terminator: str, nxt: str) -> bool:
     if not nxt:
         return False
     if terminator != ".":
         return True  # '!', '?', '...' followed by whitespace
-    word_match = _WORD_BEFORE.search(text[:at])
-    word = word_match.group(1) if word_match else ""
+    word = _word_before(text, at)
     bare = word.lstrip("(\"'“‘«").lower()
     if bare in _ABBREVIATIONS:
         return False

@@ -1,0 +1,785 @@
+"""Long runs stay flat (issue 30): a soak of an in-process LangChain app and of the
+gateway at a steady request rate, sampling resources every minute, with every request
+accounted for from the Prometheus endpoints.
+
+What runs
+  app-local  this process: a LangChain RAG chain (bench/langchain_apps.py's fakes) with
+             ``ragas_trace.setup()``'s handler, the local judge, sample rate 0.5.
+  app-llm    the same chain on a second ``setup()`` (its own TracerProvider and
+             /metrics) whose judge is the OpenAI judge on a loopback FakeOpenAIServer.
+  gateway    ``ragas-trace serve --judge local --sample-rate 0.5`` in its own process
+             (run through this script's ``--gateway-child``, which adds tracemalloc),
+             fed OTLP/HTTP by a sender thread, forwarding to a counting gRPC sink.
+  judge      the FakeOpenAIServer, in its own process (its threads are not the app's).
+Each stream mixes ordinary requests, huge ones (1 MB of passages and a 100 kB answer for
+the local judge, 70 kB for the LLM judge; for the gateway a 3 MiB attribute, and a 5 MiB
+body it refuses) and malformed ones (the retriever or the model raising, an empty
+question, text of superscripts, lone surrogates and NULs; for the gateway, bodies that
+are not OTLP).
+
+Phases (of ``--minutes``, 60 for the full run): warm-up 1/6, steady 1/4, slow judge
+1/6 (first half: every judge reply takes 30 s, scaled by minutes/60; second half: the
+same wait, then 429 with Retry-After), recovery 5/12. Every ``minutes`` seconds (a
+minute in the full run): RSS, Python heap (tracemalloc), threads and open file
+descriptors of this process and of the gateway, held spans and queue depths (the
+/metrics gauges). Slopes by least squares over the samples after warm-up, leaving out
+the slow phase and the first fifth of recovery (the backlog drains there), so a slope
+is the growth of the flat parts, and whatever the slow phase left behind shows as a
+step between them. Tracemalloc's top growing allocations (end of warm-up to end) are
+recorded too.
+
+Accounting (asserted, never estimated): per stream, requests in = the sum of
+``ragas_evaluations_total`` over its statuses (scored, not_sampled, unscorable,
+failed, timeout, dropped) read from the real /metrics endpoint;
+``ragas_scorer_dropped_total`` by reason (hold_timeout aside: those spans left
+unscored, and their request is counted when the judge answers) equals the dropped
+status; for the gateway, OTLP requests refused (non-200 answers) equal
+``ragas_gateway_requests_refused_total`` and the RAG traces of accepted requests are
+the requests in.
+
+    python bench/soak.py --minutes 60          # the full run; writes bench/results/soak.json
+    python bench/soak.py --minutes 3 --report out.json --no-write   # what the slow test runs
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+import tracemalloc
+import urllib.request
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+_MIB = 1 << 20
+SAMPLE_RATE = 0.5
+# Bounds the figures are judged by (the full run: per hour, after warm-up).
+RSS_SLOPE_MIB_H = 2.0
+HEAP_SLOPE_MIB_H = 1.0
+THREADS_SLOPE_H = 0.0
+FDS_SLOPE_H = 1.0
+# The short run (the slow test): growth from the end of warm-up to the end, absolute.
+# RSS moves by tens of MiB as 1-5 MiB requests pass through the allocator's arenas in
+# the first minutes (the heap, measured exactly, is the finer leak check there).
+SHORT_RSS_GROWTH_MIB = 64.0
+SHORT_HEAP_GROWTH_MIB = 8.0
+# A leak of one thread or socket per request adds hundreds in the short run; these are
+# the pools' sizes (the scorer's 8 concurrent judge calls, each a connection and at most
+# a resolver thread), which fill as the backlog of the slow phase drains.
+SHORT_THREADS_GROWTH = 8.0
+SHORT_FDS_GROWTH = 16.0
+
+
+# -- the judge process ---------------------------------------------------------------
+
+def judge_child() -> int:
+    """The FakeOpenAIServer; reads ``normal`` / ``slow S`` / ``limited S RETRY`` on stdin."""
+    from ragas_trace.testing.openai_server import FakeOpenAIServer, Fault
+
+    server = FakeOpenAIServer().start()
+    print(json.dumps({"base_url": server.base_url}), flush=True)
+    for line in sys.stdin:
+        words = line.split()
+        server.clear_faults()
+        if not words or words[0] == "normal":
+            server.latency_s = 0.0
+        elif words[0] == "slow":
+            server.latency_s = float(words[1])
+        elif words[0] == "limited":
+            server.latency_s = float(words[1])
+            server.inject(Fault.RATE_LIMIT, times=None, retry_after_s=float(words[2]))
+        stats = server.stats()
+        print(json.dumps({"requests": stats.requests,
+                          "rate_limited": stats.faults[Fault.RATE_LIMIT]}), flush=True)
+    server.stop()
+    return 0
+
+
+# -- the gateway process -------------------------------------------------------------
+
+def gateway_child(heap_file: str, interval_s: float, serve_args: list[str]) -> int:
+    """``ragas-trace serve`` with tracemalloc: the heap goes to ``heap_file`` every
+    interval (one JSON line); SIGUSR1 takes the baseline snapshot, SIGUSR2 appends the
+    top allocations grown since it."""
+    # Imported before tracing starts: tracing every import's allocations slows the
+    # start several times over, and growth is measured after warm-up anyway.
+    from ragas_trace.cli.main import main
+    from ragas_trace.gateway.service import Gateway  # noqa: F401
+
+    tracemalloc.start(1)
+    baseline: list[tracemalloc.Snapshot] = []
+
+    def write(entry: dict[str, Any]) -> None:
+        with open(heap_file, "a", encoding="utf-8") as f:
+            f.write(json.dumps(entry) + "\n")
+
+    def sample() -> None:
+        while True:
+            write({"t": time.time(), "heap": tracemalloc.get_traced_memory()[0]})
+            time.sleep(interval_s)
+
+    signal.signal(signal.SIGUSR1, lambda *_: baseline[:] or baseline.append(_snapshot()))
+    signal.signal(signal.SIGUSR2, lambda *_: write({"top": top_growth(baseline[0])})
+                  if baseline else None)
+    threading.Thread(target=sample, name="soak-heap", daemon=True).start()
+    return main(["serve", *serve_args])
+
+
+def _snapshot() -> tracemalloc.Snapshot:
+    return tracemalloc.take_snapshot().filter_traces(
+        (tracemalloc.Filter(False, tracemalloc.__file__),))
+
+
+def top_growth(before: tracemalloc.Snapshot, n: int = 8) -> list[dict[str, Any]]:
+    stats = _snapshot().compare_to(before, "lineno")
+    return [{"where": str(s.traceback[0]), "size_diff_kib": round(s.size_diff / 1024, 1),
+             "count_diff": s.count_diff} for s in stats[:n]]
+
+
+# -- resources -----------------------------------------------------------------------
+
+def proc_status(pid: int) -> dict[str, float]:
+    values: dict[str, float] = {}
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            key, _, rest = line.partition(":")
+            if key in ("VmRSS", "Threads"):
+                values[key] = float(rest.split()[0])
+    return {"rss_mib": values.get("VmRSS", 0.0) / 1024, "threads": values.get("Threads", 0.0),
+            "fds": float(len(os.listdir(f"/proc/{pid}/fd")))}
+
+
+def scrape(port: int) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
+    """The samples of a /metrics endpoint: (name, sorted labels) -> value."""
+    from prometheus_client.parser import text_string_to_metric_families
+
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=30) as r:
+        text = r.read().decode()
+    out: dict[tuple[str, tuple[tuple[str, str], ...]], float] = {}
+    for family in text_string_to_metric_families(text):
+        for s in family.samples:
+            labels = tuple(sorted((k, v) for k, v in s.labels.items()
+                                  if k not in ("service", "app", "judge", "job", "instance")))
+            key = (s.name, labels)
+            out[key] = out.get(key, 0.0) + s.value
+    return out
+
+
+def total(samples: dict[tuple[str, tuple[tuple[str, str], ...]], float], name: str,
+          **match: str) -> float:
+    return sum(v for (n, labels), v in samples.items()
+               if n == name and all(dict(labels).get(k) == w for k, w in match.items()))
+
+
+def by_label(samples: dict[tuple[str, tuple[tuple[str, str], ...]], float], name: str,
+             label: str) -> dict[str, int]:
+    out: dict[str, int] = {}
+    for (n, labels), v in samples.items():
+        if n == name and v:
+            key = dict(labels).get(label, "")
+            out[key] = out.get(key, 0) + int(v)
+    return out
+
+
+def slope_per_hour(points: list[tuple[float, float]]) -> float:
+    """Least-squares slope of (seconds, value), per hour."""
+    if len(points) < 2:
+        return 0.0
+    n = len(points)
+    mx = sum(t for t, _ in points) / n
+    my = sum(v for _, v in points) / n
+    sxx = sum((t - mx) ** 2 for t, _ in points)
+    if sxx == 0:
+        return 0.0
+    return sum((t - mx) * (v - my) for t, v in points) / sxx * 3600
+
+
+# -- the app streams -----------------------------------------------------------------
+
+_HOSTILE = ("The lake covers 25 km². See ① and ②.", "caf\udc80 \x00 nul", "x\u202e\u200b")
+
+
+def build_app(huge: dict[str, bool], fail: dict[str, str], repeat: int) -> Any:
+    """bench/langchain_apps.py's chain, whose retriever and model read the next request's
+    shape from ``huge`` / ``fail`` (one app, the shapes of its requests vary); a huge
+    request has four passages of ``repeat`` sentences and an answer of half as many."""
+    from langchain_core.documents import Document
+    from langchain_core.messages import AIMessage
+    from langchain_core.output_parsers import StrOutputParser
+    from langchain_core.outputs import ChatGeneration, ChatResult
+    from langchain_core.prompts import ChatPromptTemplate
+    from langchain_core.runnables import RunnablePassthrough
+
+    from langchain_apps import FakeChat, KnowledgeBase
+
+    class Retriever(KnowledgeBase):
+        def _get_relevant_documents(self, query: str, *, run_manager: Any) -> list[Document]:
+            if fail.get("where") == "retriever":
+                raise RuntimeError("vector store unavailable")
+            docs = super()._get_relevant_documents(query, run_manager=run_manager)
+            if huge.get("on"):
+                return [Document(page_content=f"Passage {i}: Paris is the capital of France. "
+                                 * 6000, id=f"big-{i}") for i in range(4)]
+            if fail.get("where") == "text":
+                return [Document(page_content=t, id=f"odd-{i}") for i, t in enumerate(_HOSTILE)]
+            return docs
+
+    class Chat(FakeChat):
+        def _generate(self, messages: Any, stop: Any = None, run_manager: Any = None,
+                      **kwargs: Any) -> ChatResult:
+            if fail.get("where") == "model":
+                raise RuntimeError("model overloaded")
+            if huge.get("on"):
+                text = "Paris is the capital of France. " * (repeat // 2)
+                return ChatResult(generations=[ChatGeneration(message=AIMessage(text))])
+            return super()._generate(messages, stop, run_manager, **kwargs)
+
+    prompt = ChatPromptTemplate.from_template("Context: {context}\nQuestion: {question}")
+    docs = Retriever() | (lambda ds: "\n".join(d.page_content for d in ds))
+    return {"context": docs, "question": RunnablePassthrough()} | prompt | Chat() \
+        | StrOutputParser()
+
+
+_QUESTIONS = ("What is the capital of France?", "Which city is France's capital?",
+              "Where does the French government sit?")
+_APP_MALFORMED = ("retriever", "model", "empty", "text")
+
+
+@dataclass
+class Stream:
+    """One request source: its counts by kind and what it saw."""
+
+    name: str
+    rate_per_s: float
+    sent: dict[str, int] = field(default_factory=dict)
+    errors: dict[str, int] = field(default_factory=dict)
+
+    def count(self, table: dict[str, int], key: str, n: int = 1) -> None:
+        table[key] = table.get(key, 0) + n
+
+
+def kind_of(i: int) -> str:
+    """Every 20 requests: two huge, four malformed (so warm-up has seen each kind)."""
+    return "huge" if i % 10 == 2 else "malformed" if i % 5 == 4 else "ordinary"
+
+
+def run_paced(stream: Stream, stop: threading.Event, one: Callable[[int], None]) -> None:
+    """Request ``i`` at ``i / rate`` seconds from the start; a late one goes at once,
+    never in a burst to catch up."""
+    start = time.monotonic()
+    i = 0
+    while not stop.is_set():
+        due = start + i / stream.rate_per_s
+        if stop.wait(max(0.0, due - time.monotonic())):
+            return
+        if time.monotonic() - due > 5.0:
+            start = time.monotonic() - i / stream.rate_per_s  # fell behind: skip, no burst
+        one(i)
+        i += 1
+
+
+def app_sender(stream: Stream, app: Any, handler: Any, huge: dict[str, bool],
+               fail: dict[str, str]) -> Callable[[int], None]:
+    config = {"callbacks": [handler]}
+
+    def one(i: int) -> None:
+        kind = kind_of(i)
+        question = _QUESTIONS[i % len(_QUESTIONS)]
+        huge["on"] = kind == "huge"
+        fail["where"] = _APP_MALFORMED[(i // 5) % len(_APP_MALFORMED)] \
+            if kind == "malformed" else ""
+        if fail["where"] == "empty":
+            question = ""
+        elif fail["where"] == "text":
+            question = _HOSTILE[i % len(_HOSTILE)]
+        stream.count(stream.sent, kind if kind != "malformed" else f"malformed:{fail['where']}")
+        try:
+            app.invoke(question, config=config)
+        except RuntimeError as exc:  # the malformed ones raise into the app, as they would
+            stream.count(stream.errors, str(exc))
+
+    return one
+
+
+# -- the gateway stream --------------------------------------------------------------
+
+def gateway_sender(stream: Stream, http_endpoint: str) -> Callable[[int], None]:
+    from gateway_abuse import malformed, post, request, spans_in
+
+    ordinary = [request(i, 1, rag=True) for i in range(30)]
+    big = request(1000, 1, blob_bytes=3 * _MIB, rag=True)
+    too_big = request(2000, 1, blob_bytes=5 * _MIB, rag=True)
+    assert spans_in(ordinary[0]) > 0
+
+    def one(i: int) -> None:
+        kind = kind_of(i)
+        headers = None
+        if kind == "ordinary":
+            body, key = _fresh_ids(ordinary[i % len(ordinary)], i), "ordinary"
+        elif kind == "huge":
+            body, key = (_fresh_ids(big, i), "huge") if i % 20 == 2 \
+                else (too_big, "huge_refused")
+        else:
+            body, headers = malformed(i // 5)
+            key = "malformed"
+        code = post(http_endpoint, body, headers)
+        stream.count(stream.sent, key)
+        stream.count(stream.errors, str(code))
+        if code == 200:
+            stream.count(stream.sent, "rag_traces_accepted")
+
+    return one
+
+
+def _fresh_ids(body: bytes, i: int) -> bytes:
+    """The request with new trace ids: the gateway scores a trace id once."""
+    from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
+        ExportTraceServiceRequest,
+    )
+
+    message = ExportTraceServiceRequest.FromString(body)
+    prefix = (i + 1).to_bytes(8, "big")
+    for rs in message.resource_spans:
+        for ss in rs.scope_spans:
+            for span in ss.spans:
+                span.trace_id = prefix + span.trace_id[8:]
+    return message.SerializeToString()
+
+
+# -- the run -------------------------------------------------------------------------
+
+@dataclass
+class Phases:
+    minutes: float
+
+    @property
+    def total_s(self) -> float:
+        return self.minutes * 60
+
+    def bounds(self) -> dict[str, tuple[float, float]]:
+        t = self.total_s
+        warm, steady, slow = t / 6, t / 6 + t / 4, t / 6 + t / 4 + t / 6
+        return {"warm_up": (0, warm), "steady": (warm, steady), "slow_judge": (steady, slow),
+                "recovery": (slow, t)}
+
+    def flat(self, t: float) -> bool:
+        """After warm-up, outside the slow phase and the first fifth of recovery."""
+        b = self.bounds()
+        settle = b["recovery"][0] + (b["recovery"][1] - b["recovery"][0]) / 5
+        return b["warm_up"][1] <= t and not (b["slow_judge"][0] <= t < settle)
+
+    def phase(self, t: float) -> str:
+        for name, (lo, hi) in self.bounds().items():
+            if lo <= t < hi:
+                return name
+        return "recovery"
+
+
+class Sampler:
+    """Every ``interval_s``: resources of this process and the gateway, and the gauges
+    of the three /metrics endpoints."""
+
+    def __init__(self, phases: Phases, interval_s: float, gateway_pid: int,
+                 heap_file: Path, ports: dict[str, int]) -> None:
+        self.phases = phases
+        self.interval_s = interval_s
+        self.gateway_pid = gateway_pid
+        self.heap_file = heap_file
+        self.ports = ports
+        self.rows: list[dict[str, Any]] = []
+        self.start = time.monotonic()
+
+    def gateway_heap(self) -> float:
+        lines = [json.loads(x) for x in self.heap_file.read_text().splitlines() if x]
+        heaps = [x["heap"] for x in lines if "heap" in x]
+        return heaps[-1] / _MIB if heaps else float("nan")
+
+    def resources(self) -> dict[str, dict[str, float]]:
+        return {"app": {**proc_status(os.getpid()),
+                        "heap_mib": tracemalloc.get_traced_memory()[0] / _MIB},
+                "gateway": {**proc_status(self.gateway_pid), "heap_mib": self.gateway_heap()}}
+
+    def sample(self) -> dict[str, Any]:
+        t = time.monotonic() - self.start
+        row: dict[str, Any] = {"t": round(t, 1), "phase": self.phases.phase(t)}
+        row["process"] = self.resources()
+        for name, port in self.ports.items():
+            m = scrape(port)
+            row[name] = {"held_spans": total(m, "ragas_held_spans"),
+                         "scorer_queue": total(m, "ragas_scorer_queue_size")}
+            if name == "gateway":
+                row[name]["gateway_gauges"] = {
+                    n.removeprefix("ragas_gateway_"): v for (n, labels), v in m.items()
+                    if n.startswith("ragas_gateway_") and not n.endswith(("_total", "_created"))}
+        self.rows.append(row)
+        return row
+
+    def run(self, stop: threading.Event) -> None:
+        while not stop.is_set():
+            row = self.sample()
+            print(json.dumps(row), flush=True)
+            if stop.wait(self.interval_s):
+                return
+
+
+def start_gateway(sink_port: int, heap_file: Path,
+                  interval_s: float) -> tuple[subprocess.Popen[str], dict[str, Any]]:
+    cmd = [sys.executable, __file__, "--gateway-child", str(heap_file), str(interval_s), "--",
+           "--otlp-grpc", "off", "--otlp-http", "127.0.0.1:0",
+           "--forward-endpoint", f"127.0.0.1:{sink_port}", "--judge", "local",
+           "--sample-rate", str(SAMPLE_RATE), "--metrics-port", "0", "--quiet-s", "0.5",
+           "--log-level", "error"]
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True)
+    assert proc.stdout is not None
+    return proc, json.loads(proc.stdout.readline())
+
+
+def wait_idle(ports: dict[str, int], requests_in: dict[str, int], timeout_s: float) -> bool:
+    """Until every endpoint holds nothing, queues nothing and has counted every request
+    (a span released at its hold timeout leaves the gauges while the judge still works
+    on its record: the request is counted when the judge answers)."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        busy = 0.0
+        for name, port in ports.items():
+            m = scrape(port)
+            busy += total(m, "ragas_held_spans") + total(m, "ragas_scorer_queue_size")
+            busy += requests_in[name] - total(m, "ragas_evaluations_total")
+        if busy <= 0:
+            return True
+        time.sleep(1.0)
+    return False
+
+
+def account(m: dict[tuple[str, tuple[tuple[str, str], ...]], float],
+            requests_in: int) -> dict[str, Any]:
+    """Requests in against what the endpoint counted, by status and reason."""
+    statuses = by_label(m, "ragas_evaluations_total", "status")
+    dropped = by_label(m, "ragas_scorer_dropped_total", "reason")
+    hold_timeouts = dropped.pop("hold_timeout", 0)
+    per_metric = {metric: {"scored": int(total(m, f"ragas_{metric}_count"))}
+                  for metric in ("faithfulness", "answer_relevance", "context_relevance")}
+    per_metric["faithfulness"]["unscored"] = by_label(m, "ragas_faithfulness_unscored_total",
+                                                      "reason")
+    counted = sum(statuses.values())
+    return {
+        "requests_in": requests_in,
+        "by_status": statuses,
+        "dropped_by_reason": dropped,
+        "hold_timeouts": hold_timeouts,
+        "per_metric": per_metric,
+        "unaccounted": requests_in - counted,
+        "dropped_matches_reasons": statuses.get("dropped", 0) == sum(dropped.values()),
+    }
+
+
+def run(minutes: float) -> dict[str, Any]:
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
+
+    import ragas_trace
+    from gateway_throughput import CountingDownstream
+    from ragas_trace._internal_errors import internal_error_counts
+    from ragas_trace.judges.openai_judge import OpenAIJudge
+
+    began = time.monotonic()
+    stages: dict[str, float] = {}
+
+    def stage(name: str) -> None:
+        stages[name] = round(time.monotonic() - began, 1)
+        print(f"soak: {name} at {stages[name]} s", file=sys.stderr, flush=True)
+
+    phases = Phases(minutes)
+    interval_s = minutes  # a minute in the full 60-minute run
+    scale = min(1.0, minutes / 60)
+    slow_s, retry_after_s = 30 * scale, max(0.5, 5 * scale)
+
+    class Discard(SpanExporter):
+        """The backend: counts what it is given and keeps nothing."""
+
+        def __init__(self) -> None:
+            self.spans = 0
+
+        def export(self, spans: Any) -> SpanExportResult:
+            self.spans += len(spans)
+            return SpanExportResult.SUCCESS
+
+    judge_proc = subprocess.Popen([sys.executable, __file__, "--judge-child"],
+                                  stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    assert judge_proc.stdin is not None and judge_proc.stdout is not None
+    base_url = json.loads(judge_proc.stdout.readline())["base_url"]
+
+    def judge_mode(line: str) -> dict[str, int]:
+        assert judge_proc.stdin is not None and judge_proc.stdout is not None
+        judge_proc.stdin.write(line + "\n")
+        judge_proc.stdin.flush()
+        answer: dict[str, int] = json.loads(judge_proc.stdout.readline())
+        return answer
+
+    sink = CountingDownstream()
+    heap_file = Path(os.environ.get("TMPDIR", "/tmp")) / f"soak-gateway-heap-{os.getpid()}.jsonl"
+    heap_file.unlink(missing_ok=True)
+    gateway, ready = start_gateway(sink.port, heap_file, interval_s)
+    exporters = {"app_local": Discard(), "app_llm": Discard()}
+    setups = {
+        "app_local": ragas_trace.setup(
+            "soak-local", exporter=exporters["app_local"], judge="local",
+            sample_rate=SAMPLE_RATE, metrics_port=0,
+            tracer_provider=TracerProvider(), handle_sigterm=False),
+        "app_llm": ragas_trace.setup(
+            "soak-llm", exporter=exporters["app_llm"],
+            judge=OpenAIJudge(base_url=base_url, api_key="soak"),
+            sample_rate=SAMPLE_RATE, metrics_port=0, breaker_reset_s=30 * scale,
+            tracer_provider=TracerProvider(), handle_sigterm=False),
+    }
+    ports = {name: rt.metrics_port for name, rt in setups.items()}
+    ports["gateway"] = ready["metrics_port"]
+    assert all(isinstance(p, int) for p in ports.values())
+    int_ports = {k: int(v) for k, v in ports.items() if v is not None}
+
+    streams = {name: Stream(name, 1.0) for name in ("app_local", "app_llm", "gateway")}
+    senders: dict[str, Callable[[int], None]] = {}
+    # The fake LLM judge is a single Python process; a 1 MB prompt keeps it busy for
+    # minutes (a real API refuses such a prompt at once), so its huge requests are 70 kB.
+    for name, repeat in (("app_local", 6000), ("app_llm", 400)):
+        huge: dict[str, bool] = {}
+        fail: dict[str, str] = {}
+        senders[name] = app_sender(streams[name], build_app(huge, fail, repeat),
+                                   setups[name].langchain_handler(), huge, fail)
+    senders["gateway"] = gateway_sender(streams["gateway"], ready["otlp_http"])
+
+    stop_sending, stop_sampling = threading.Event(), threading.Event()
+    sampler = Sampler(phases, interval_s, gateway.pid, heap_file, int_ports)
+    threads = [threading.Thread(target=run_paced, args=(streams[n], stop_sending, senders[n]),
+                                name=f"soak-{n}") for n in streams]
+    threads.append(threading.Thread(target=sampler.run, args=(stop_sampling,),
+                                    name="soak-sampler"))
+    bounds = phases.bounds()
+    baseline: tracemalloc.Snapshot | None = None
+    judge_seen: dict[str, int] = {}
+    tracemalloc.start(1)  # after the imports and setup(), as in the gateway
+    stage("started")
+    for t in threads:
+        t.start()
+    try:
+        _sleep_until(sampler.start + bounds["warm_up"][1])
+        baseline = _snapshot()
+        gateway.send_signal(signal.SIGUSR1)
+        _sleep_until(sampler.start + bounds["slow_judge"][0])
+        slow_lo, slow_hi = bounds["slow_judge"]
+        judge_mode(f"slow {slow_s}")
+        _sleep_until(sampler.start + (slow_lo + slow_hi) / 2)
+        judge_mode(f"limited {slow_s} {retry_after_s}")
+        _sleep_until(sampler.start + slow_hi)
+        judge_seen = judge_mode("normal")
+        _sleep_until(sampler.start + phases.total_s)
+    finally:
+        stop_sending.set()
+        stop_sampling.set()
+        for t in threads:
+            t.join()
+    stage("sent")
+    app_top = top_growth(baseline) if baseline is not None else []
+    gateway.send_signal(signal.SIGUSR2)
+    requests_in = {name: sum(v for k, v in streams[name].sent.items()
+                             if k != "rag_traces_accepted") for name in ("app_local", "app_llm")}
+    requests_in["gateway"] = streams["gateway"].sent.get("rag_traces_accepted", 0)
+    # At most the LLM judge's time budget for a record (180 s) and a margin.
+    idle = wait_idle(int_ports, requests_in, timeout_s=240.0)
+    stage("drained")
+    at_idle = sampler.resources()
+    metrics = {name: scrape(port) for name, port in int_ports.items()}
+    accounting = {name: account(metrics[name], requests_in[name]) for name in int_ports}
+    gw = streams["gateway"]
+    refused_sent = sum(v for code, v in gw.errors.items() if code != "200")
+    refused_counted = int(total(metrics["gateway"], "ragas_gateway_requests_refused_total"))
+    accounting["gateway"].update({
+        "otlp_requests": dict(gw.sent), "answers": dict(gw.errors),
+        "refused_sent": refused_sent, "refused_counted": refused_counted,
+        "refused_by_reason": by_label(metrics["gateway"],
+                                      "ragas_gateway_requests_refused_total", "reason"),
+        "spans_dropped": by_label(metrics["gateway"], "ragas_gateway_spans_dropped_total",
+                                  "reason"),
+    })
+    for name in ("app_local", "app_llm"):
+        accounting[name]["sent"] = dict(streams[name].sent)
+        accounting[name]["raised_into_app"] = dict(streams[name].errors)
+    # Not a metric: swallowed, logged once and counted in this process (both apps).
+    internal_errors = internal_error_counts()
+    for rt in setups.values():
+        rt.shutdown(10.0)
+    stage("apps shut down")
+    gateway_top: list[dict[str, Any]] = []
+    deadline = time.monotonic() + 120
+    while not gateway_top and time.monotonic() < deadline:  # the snapshot takes a while
+        time.sleep(1.0)
+        gateway_top = [json.loads(x) for x in heap_file.read_text().splitlines()
+                       if '"top"' in x]
+    gateway.send_signal(signal.SIGTERM)
+    gateway.wait(60)
+    judge_proc.stdin.close()  # type: ignore[union-attr]
+    judge_proc.wait(30)
+    heap_file.unlink(missing_ok=True)
+    stage("stopped")
+    return {"stages_s": stages, "minutes": minutes, "interval_s": interval_s,
+            "slow_judge_s": slow_s,
+            "retry_after_s": retry_after_s,
+            "phases": bounds, "idle_at_end": idle, "samples": sampler.rows,
+            "accounting": accounting, "sink_spans": sink.count, "judge_until_recovery": judge_seen,
+            "internal_errors_in_app_process": internal_errors,
+            "top_growth": {"app": app_top,
+                           "gateway": gateway_top[-1]["top"] if gateway_top else []},
+            "at_idle": at_idle, "summary": summarize(phases, sampler.rows, at_idle)}
+
+
+def _sleep_until(when: float) -> None:
+    time.sleep(max(0.0, when - time.monotonic()))
+
+
+def summarize(phases: Phases, rows: list[dict[str, Any]],
+              at_idle: dict[str, dict[str, float]]) -> dict[str, Any]:
+    """Slopes of the flat parts, growth from the steady phase's floor to the end (once
+    everything is drained: what is left is kept, not in flight), and the slow phase's
+    peak over the steady phase."""
+    out: dict[str, Any] = {}
+    for proc in ("app", "gateway"):
+        flat = [r for r in rows if phases.flat(r["t"])]
+        steady = [r for r in rows if r["phase"] == "steady"]
+        slow = [r for r in rows if r["phase"] == "slow_judge"]
+        entry: dict[str, Any] = {}
+        for key in ("rss_mib", "heap_mib", "threads", "fds"):
+            entry[f"{key}_per_h"] = round(slope_per_hour(
+                [(r["t"], r["process"][proc][key]) for r in flat]), 3)
+            if steady:
+                entry[f"{key}_growth"] = round(at_idle[proc][key] - _head(steady, proc, key),
+                                               3)
+            if slow and steady:
+                entry[f"{key}_slow_peak_over_steady"] = round(
+                    max(r["process"][proc][key] for r in slow)
+                    - max(r["process"][proc][key] for r in steady), 3)
+        out[proc] = entry
+    out["pipelines"] = {}
+    for name in ("app_local", "app_llm", "gateway"):
+        out["pipelines"][name] = {
+            "max_held_spans": max((r[name]["held_spans"] for r in rows), default=0),
+            "max_scorer_queue": max((r[name]["scorer_queue"] for r in rows), default=0),
+            "end_held_spans": rows[-1][name]["held_spans"] if rows else 0,
+        }
+    return out
+
+
+def _head(rows: list[dict[str, Any]], proc: str, key: str) -> float:
+    """The floor of the first three samples: a thread or socket that comes and goes
+    with a request (LangChain runs parallel steps on a thread pool per invoke) is not
+    growth; a leak raises the floor."""
+    return float(min(r["process"][proc][key] for r in rows[:3]))
+
+
+
+def failures(report: dict[str, Any], short: bool) -> list[str]:
+    """The invariants, as plain sentences; empty when all hold. ``short``: growth is
+    judged from the end of warm-up to the end (a slope of a few minutes is noise)."""
+    bad: list[str] = []
+    for name, acc in report["accounting"].items():
+        if acc["unaccounted"] != 0:
+            bad.append(f"{name}: {acc['unaccounted']} requests unaccounted ({acc['requests_in']} "
+                       f"in, counted {acc['by_status']})")
+        if not acc["dropped_matches_reasons"]:
+            bad.append(f"{name}: dropped status {acc['by_status'].get('dropped', 0)} != "
+                       f"dropped reasons {acc['dropped_by_reason']}")
+    gw = report["accounting"]["gateway"]
+    if gw["refused_sent"] != gw["refused_counted"]:
+        bad.append(f"gateway: {gw['refused_sent']} requests refused, "
+                   f"{gw['refused_counted']} counted")
+    if not report["idle_at_end"]:
+        bad.append("spans still held or queued at the end")
+    if not report["judge_until_recovery"].get("rate_limited"):
+        bad.append("the slow phase sent no 429 (the phase did not run)")
+    summary = report["summary"]
+    for proc in ("app", "gateway"):
+        s = summary[proc]
+        if short:
+            checks = [("rss_mib_growth", SHORT_RSS_GROWTH_MIB),
+                      ("heap_mib_growth", SHORT_HEAP_GROWTH_MIB),
+                      ("threads_growth", SHORT_THREADS_GROWTH),
+                      ("fds_growth", SHORT_FDS_GROWTH)]
+        else:
+            checks = [("rss_mib_per_h", RSS_SLOPE_MIB_H), ("heap_mib_per_h", HEAP_SLOPE_MIB_H),
+                      ("threads_per_h", THREADS_SLOPE_H), ("fds_per_h", FDS_SLOPE_H)]
+        for key, bound in checks:
+            if s[key] > bound:
+                bad.append(f"{proc}: {key} = {s[key]} > {bound}")
+    return bad
+
+
+def figures(report: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    s, acc = report["summary"], report["accounting"]
+    minutes = report["minutes"]
+    out: dict[str, dict[str, Any]] = {}
+    units = {"rss_mib": ("RSS", "MiB/h", RSS_SLOPE_MIB_H),
+             "heap_mib": ("Python heap (tracemalloc)", "MiB/h", HEAP_SLOPE_MIB_H),
+             "threads": ("threads", "threads/h", THREADS_SLOPE_H),
+             "fds": ("open file descriptors", "FDs/h", FDS_SLOPE_H)}
+    who = {"app": "in-process LangChain app (two setup() pipelines)",
+           "gateway": "gateway (ragas-trace serve)"}
+    for proc, title in who.items():
+        for key, (what, unit, bound) in units.items():
+            target = f"<= {bound:g}"
+            out[f"{proc}.{key}_per_h"] = {
+                "value": s[proc][f"{key}_per_h"], "unit": unit, "target": target,
+                "label": f"Soak ({minutes:g} min): {title}, {what} slope after warm-up"}
+        out[f"{proc}.rss_slow_peak_mib"] = {
+            "value": s[proc]["rss_mib_slow_peak_over_steady"], "unit": "MiB",
+            "label": f"Soak: {title}, RSS peak in the slow-judge phase (30 s replies, then "
+                     "429 + Retry-After) over the steady phase's peak"}
+    out["requests_in"] = {"value": sum(a["requests_in"] for a in acc.values()),
+                          "exact": True,
+                          "label": "Soak: RAG requests sent (apps and gateway; ordinary, "
+                                   "huge, malformed)"}
+    out["unaccounted"] = {
+        "value": sum(abs(a["unaccounted"]) for a in acc.values()), "exact": True,
+        "target": "<= 0",
+        "label": "Soak: requests in minus scored + not sampled + unscorable + failed + "
+                 "timeout + dropped, read from /metrics"}
+    out["max_held_spans"] = {
+        "value": max(p["max_held_spans"] for p in s["pipelines"].values()),
+        "label": "Soak: most RAG spans held at once (slow-judge phase included; bound "
+                 "max_held_spans = 1000)", "target": "<= 1000"}
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    args_list = sys.argv[1:] if argv is None else argv
+    if args_list[:1] == ["--judge-child"]:
+        return judge_child()
+    if args_list[:1] == ["--gateway-child"]:
+        return gateway_child(args_list[1], float(args_list[2]), args_list[4:])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--minutes", type=float, default=60.0)
+    parser.add_argument("--report", help="write the whole report (samples too) here")
+    parser.add_argument("--no-write", action="store_true",
+                        help="do not write bench/results/soak.json (short runs)")
+    args = parser.parse_args(args_list)
+    report = run(args.minutes)
+    short = args.minutes < 30
+    report["failures"] = failures(report, short)
+    if args.report:
+        Path(args.report).write_text(json.dumps(report, indent=1) + "\n", encoding="utf-8")
+    print(json.dumps({"summary": report["summary"], "accounting": report["accounting"],
+                      "failures": report["failures"]}, indent=1))
+    if not args.no_write:
+        from results_file import write_results
+
+        write_results("soak", figures(report))
+    return 1 if report["failures"] else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
