@@ -19,9 +19,14 @@ from enum import Enum
 
 from ragas_trace.judges.local.lexicon import MONTHS, STOPWORDS, VAGUE_CJK, VAGUE_WORDS
 
+# What a number is, defined here once: a run of decimal digits (``\d`` in a str
+# pattern: Unicode category Nd, what ``str.isdecimal`` tests; "25", "٢٥", "２５")
+# with inner separators and an optional sign. Other characters with a digit value
+# (superscripts "km²", footnote marks "Paris¹", circled "①", fractions "½") are not
+# numbers: they are word characters, part of the word they are written in.
 _TOKEN = re.compile(
-    r"(?:(?<![\w.,])[-−](?=\d)|\b(?i:minus|negative)\s+(?=\d))?"  # -2, minus 2
-    r"\d+(?:[.,:/-]\d+)*"  # 1,500  365.2422  1-0  20:15
+    r"(?P<sign>(?<![\w.,])[-−](?=\d)|\b(?i:minus|negative)\s+(?=\d))?"  # -2, minus 2
+    r"(?P<number>\d+(?:[.,:/-]\d+)*)"  # 1,500  365.2422  1-0  20:15
     r"|[^\W\d_]+(?:[-'’][^\W\d_]+)*",  # words, with inner hyphens/apostrophes
 )
 _CJK_RUN = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]+")
@@ -70,11 +75,12 @@ def stem(word: str) -> str:
     return word
 
 
-def _number_key(text: str) -> str:
-    """1,500 == 1500 (365.2422 stays); minus 2 == -2 == −2."""
-    sign = "-" if not text[0].isdigit() else ""
-    digits = text[re.search(r"\d", text).start():]  # type: ignore[union-attr]
-    return sign + re.sub(r"[.,](?=\d{3}\b)", "", digits)
+def _number_key(match: re.Match[str]) -> str:
+    """1,500 == 1500 (365.2422 stays); minus 2 == -2 == −2; ٢٥ == ２５ == 25."""
+    digits = match.group("number")
+    if not digits.isascii():
+        digits = "".join(str(unicodedata.decimal(c)) if c.isdecimal() else c for c in digits)
+    return ("-" if match.group("sign") else "") + re.sub(r"[.,](?=\d{3}\b)", "", digits)
 
 
 def content_tokens(text: str) -> list[Token]:
@@ -82,8 +88,8 @@ def content_tokens(text: str) -> list[Token]:
     tokens: list[Token] = []
     for m in _TOKEN.finditer(_CJK_RUN.sub(lambda r: " " * len(r.group(0)), text)):
         raw = m.group(0)
-        if raw[-1].isdigit():
-            tokens.append(Token(raw, _number_key(raw), Kind.NUMBER, m.start()))
+        if m.group("number"):
+            tokens.append(Token(raw, _number_key(m), Kind.NUMBER, m.start()))
             continue
         low = normalise(raw)
         if low in MONTHS and raw[0].isupper():  # "may", "march" are verbs
