@@ -33,8 +33,11 @@ _CJK_RUN = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf
 _SUFFIXES = ("ations", "ation", "ings", "ing", "ies", "ied", "ed", "es", "s", "ly",
              "en", "er", "e", "n")
 _MIN_STEM = 4
-_CLAUSE_BREAK = re.compile(r"\s*(?:[;:—–]|,\s+(?:and|but|while|whereas|und|aber|sondern)\b"
-                           r"|\s(?:but|whereas)\s|[，；：])\s*", re.IGNORECASE)
+# Never starting inside a run of whitespace: a match there would also start at the
+# run's first character, which the scan tries first; without the guard a long run
+# (a PDF's padding) is searched again from each of its characters (cubic time).
+_CLAUSE_BREAK = re.compile(r"(?!(?<=\s)\s)\s*(?:[;:—–]|,\s+(?:and|but|while|whereas|und"
+                           r"|aber|sondern)\b|\s(?:but|whereas)\s|[，；：])\s*", re.IGNORECASE)
 
 
 class Kind(Enum):
@@ -142,6 +145,7 @@ class Vocabulary:
         self._matched: dict[str, bool] = {}  # affix matches, once per key
         self._sorted: list[str] | None = None
         self._reversed: list[str] = []
+        self._lengths: list[int] = []  # of the long keys, each once, ascending
 
     def __contains__(self, token: object) -> bool:
         if not isinstance(token, Token):
@@ -158,14 +162,17 @@ class Vocabulary:
     def _affix_match(self, key: str) -> bool:
         """A key of more than ``_MIN_STEM`` characters that starts or ends with ``key``,
         or that ``key`` starts with (Metalllettern ~ Lettern). Sorted lists, built on
-        first use, make each test a binary search instead of a scan of every key."""
+        first use, make each test a binary search instead of a scan of every key; the
+        prefixes of ``key`` tried are only as long as some key is (not every length up
+        to ``key``'s: quadratic for a token of thousands of characters)."""
         if self._sorted is None:
             long_keys = [k for k in self.keys if len(k) > _MIN_STEM]
             self._sorted = sorted(long_keys)
             self._reversed = sorted(k[::-1] for k in long_keys)
+            self._lengths = sorted({len(k) for k in long_keys})
         if _has_prefix(self._sorted, key) or _has_prefix(self._reversed, key[::-1]):
             return True
-        return any(key[:i] in self.keys for i in range(_MIN_STEM + 1, len(key)))
+        return any(key[:n] in self.keys for n in self._lengths if n < len(key))
 
 
 def _has_prefix(ordered: list[str], prefix: str) -> bool:
