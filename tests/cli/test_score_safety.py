@@ -111,8 +111,8 @@ def test_malformed_and_incomplete_lines_are_reported_and_skipped(
     assert [r["question"] for r in rows] == [f"What is fact number {i}?" for i in range(3)]
     err = capsys.readouterr().err
     assert f"{path}:2: not JSON" in err
-    assert f"{path}:4: missing field(s) question, answer" in err
-    assert f"{path}:5: missing field(s) answer" in err
+    assert f"{path}:4: missing 'question'; missing 'answer'" in err
+    assert f"{path}:5: missing 'answer'" in err
     assert "3 line(s) skipped" in err
 
 

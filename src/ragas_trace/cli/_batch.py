@@ -14,51 +14,127 @@ from pathlib import Path
 from typing import IO, Any, TypeVar
 
 from ragas_trace._settings import argument_type, integer
+from ragas_trace.judges.base import Judge
 
 T = TypeVar("T")
 
 
 class InputError(ValueError):
-    """A bad input line; the message names the file and line."""
+    """A bad input line or file; the message names the file (and the line)."""
 
 
-def jsonl_rows(path: Path) -> Iterator[tuple[int, dict[str, Any] | InputError]]:
+_BOM = b"\xef\xbb\xbf"
+# JSON's names for the types json.loads gives, for messages about a field's type.
+_JSON_TYPES = {str: "a string", bool: "true or false", int: "a number", float: "a number",
+               list: "an array", dict: "an object", type(None): "null"}
+
+
+def file_problem(flag: str, path: Path, exc: OSError) -> str:
+    """An ``OSError`` on the file given with ``flag``, in words ("--input x.jsonl: no
+    such file"), without Python's errno."""
+    if isinstance(exc, FileNotFoundError):
+        what = "no such file" if path.parent.is_dir() else f"no such directory {path.parent}"
+    elif isinstance(exc, IsADirectoryError):
+        what = "is a directory, not a file"
+    elif isinstance(exc, PermissionError):
+        what = "permission denied"
+    else:
+        what = (exc.strerror or type(exc).__name__).lower()
+    return f"{flag} {path}: {what}"
+
+
+def _lines(path: Path, flag: str) -> Iterator[tuple[int, bytes]]:
+    """(line number, bytes) of each line, a UTF-8 byte-order mark at the start left
+    out; ``InputError`` when the file cannot be opened or read."""
+    try:
+        with path.open("rb") as lines:
+            for number, line in enumerate(lines, 1):
+                yield number, line.removeprefix(_BOM) if number == 1 else line
+    except OSError as exc:
+        raise InputError(file_problem(flag, path, exc)) from None
+
+
+def jsonl_rows(path: Path, flag: str = "--input"
+               ) -> Iterator[tuple[int, dict[str, Any] | InputError]]:
     """(line number, object) for each non-blank line, or (line number, the
-    ``InputError``) for a line that is not a JSON object; reading goes on after it."""
-    with path.open(encoding="utf-8") as lines:
-        for number, line in enumerate(lines, 1):
-            if not line.strip():
-                continue
-            try:
-                value = json.loads(line)
-            except ValueError as exc:
-                yield number, InputError(f"{path}:{number}: not JSON ({exc})")
-                continue
-            if not isinstance(value, dict):
-                yield number, InputError(f"{path}:{number}: expected a JSON object")
-                continue
-            yield number, value
+    ``InputError``) for a line that is not UTF-8 or not a JSON object; reading goes on
+    after it. Lines are decoded one by one, so one bad byte costs one line."""
+    for number, raw in _lines(path, flag):
+        try:
+            line = raw.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            yield number, InputError(f"{path}:{number}: not UTF-8 text (byte "
+                                     f"0x{raw[exc.start]:02x} at column {exc.start + 1})")
+            continue
+        if not line.strip():
+            continue
+        try:
+            value = json.loads(line)
+        except RecursionError:
+            yield number, InputError(f"{path}:{number}: JSON nested too deeply")
+            continue
+        except ValueError as exc:
+            yield number, InputError(f"{path}:{number}: not JSON ({exc})")
+            continue
+        if not isinstance(value, dict):
+            yield number, InputError(f"{path}:{number}: expected a JSON object, got "
+                                     f"{json_type(value)}")
+            continue
+        yield number, value
 
 
-def read_jsonl(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
+def read_jsonl(path: Path, flag: str = "--input") -> Iterator[tuple[int, dict[str, Any]]]:
     """(line number, object) for each non-blank line; ``InputError`` for a bad one."""
-    for number, row in jsonl_rows(path):
+    for number, row in jsonl_rows(path, flag):
         if isinstance(row, InputError):
             raise row
         yield number, row
 
 
-def missing_text_fields(row: dict[str, Any], fields: Iterable[str]) -> list[str]:
-    """The ``fields`` of ``row`` that are absent or not strings."""
-    return [f for f in fields if not isinstance(row.get(f), str)]
+def json_type(value: Any) -> str:
+    return _JSON_TYPES.get(type(value), type(value).__name__)
+
+
+def text_field_problems(row: dict[str, Any], fields: Iterable[str]) -> list[str]:
+    """What is wrong with the text ``fields`` of ``row``: each one absent ("missing
+    'answer'") or not a string ("'question' is a number, not a string")."""
+    return [f"missing {f!r}" if f not in row else
+            f"{f!r} is {json_type(row[f])}, not a string"
+            for f in fields if not isinstance(row.get(f), str)]
+
+
+def judge_problem(spec: str) -> str | None:
+    """Why the judge ``--judge spec`` cannot be made, in the command line's terms (the
+    environment variable to set) rather than the library's (``api_key=``); None when
+    nothing is known to be missing."""
+    from ragas_trace.judges import settings as judge_settings
+
+    if spec.partition(":")[0] != "openai":
+        return None
+    configured = judge_settings.resolve_all({})
+    if configured["api_key"] is None and configured["base_url"] is None:
+        return (f"--judge {spec} needs an API key: set OPENAI_API_KEY (or OPENAI_BASE_URL "
+                "for an OpenAI-compatible endpoint that needs none)")
+    return None
+
+
+def cli_judge(spec: str) -> Judge:
+    """The judge ``--judge spec`` names; ``ValueError`` in the command line's terms."""
+    from ragas_trace.judges import resolve_judge
+
+    problem = judge_problem(spec)
+    if problem is not None:
+        raise ValueError(problem)
+    return resolve_judge(spec)
 
 
 positive_int = argument_type(integer(1))  # an argparse type: an integer of at least 1
 
 
-def count_lines(path: Path) -> int:
-    with path.open(encoding="utf-8") as lines:
-        return sum(1 for line in lines if line.strip())
+def count_lines(path: Path, flag: str = "--input") -> int:
+    """Non-blank lines, read as bytes (a line that is not UTF-8 counts: it is reported
+    when reached)."""
+    return sum(1 for _, line in _lines(path, flag) if line.strip())
 
 
 async def in_order(jobs: Iterable[Awaitable[T]], concurrency: int) -> AsyncIterator[T]:

@@ -25,10 +25,11 @@ from ragas_trace.cli import extras
 from ragas_trace.cli._batch import (
     InputError,
     Progress,
+    cli_judge,
     in_order,
-    missing_text_fields,
     positive_int,
     read_jsonl,
+    text_field_problems,
 )
 from ragas_trace.judges.base import Judge
 from ragas_trace.results import Metric
@@ -70,12 +71,10 @@ class Outcome:
 def run(args: argparse.Namespace) -> int:
     if not extras.require("eval", extras.judge_extras(args.judge)):
         return extras.EXIT_MISSING_EXTRA
-    from ragas_trace.judges import resolve_judge
-
     try:
         cases = load_cases(args.dataset)
-        judge = resolve_judge(args.judge)
-    except (OSError, InputError, ValueError, ImportError) as exc:
+        judge = cli_judge(args.judge)
+    except (InputError, ValueError, ImportError) as exc:  # InputError names file and line
         print(f"ragas-trace eval: {exc}", file=sys.stderr)
         return 2
     report = asyncio.run(evaluate(cases, judge, args.concurrency))
@@ -88,10 +87,10 @@ def run(args: argparse.Namespace) -> int:
 
 def load_cases(path: Path) -> list[Case]:
     cases = []
-    for number, row in read_jsonl(path):
-        missing = missing_text_fields(row, _FIELDS)
-        if missing:
-            raise InputError(f"{path}:{number}: missing text field(s) {', '.join(missing)}")
+    for number, row in read_jsonl(path, "--dataset"):
+        problems = text_field_problems(row, _FIELDS)
+        if problems:
+            raise InputError(f"{path}:{number}: {'; '.join(problems)}")
         split = row.get("split")
         cases.append(Case(split if isinstance(split, str) and split else "all",
                           {f: row[f] for f in _FIELDS}))

@@ -23,10 +23,11 @@ def same_file(a: Path, b: Path) -> bool:
 
 
 @contextmanager
-def atomic_output(path: Path) -> Iterator[IO[str]]:
+def atomic_output(path: Path, keep_empty: bool = True) -> Iterator[IO[str]]:
     """A text stream that becomes ``path`` (the file a symlink points to, if it is
-    one) only when the block ends without an exception; the temporary file is
-    removed otherwise. The file gets the mode it had, or the umask's default."""
+    one) only when the block ends without an exception (and, unless ``keep_empty``,
+    something was written); the temporary file is removed otherwise. The file gets
+    the mode it had, or the umask's default."""
     target = path.resolve()
     fd, temporary = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.",
                                      suffix=".tmp")
@@ -36,7 +37,11 @@ def atomic_output(path: Path) -> Iterator[IO[str]]:
             yield out
             out.flush()
             os.fsync(out.fileno())
-        os.replace(temporary, target)
+            written = out.tell() > 0
+        if written or keep_empty:
+            os.replace(temporary, target)
+        else:
+            os.unlink(temporary)
     except BaseException:
         with suppress(OSError):
             os.unlink(temporary)

@@ -3,17 +3,23 @@
 format ``RagRecord.to_dict`` writes); each output line is that record with its
 scores under ``"ragas"`` (``Scores.to_dict``), in input order.
 
-A bad line (not JSON, no ``question`` or ``answer`` string, a field of the wrong
-type) is reported on stderr with its line number and skipped; the run goes on.
-The output file is written atomically (a temporary file in its directory, renamed
-at the end): an interrupted or failed run leaves an existing output as it was. The
-output may not be the input file (also through a symlink or another path to it).
+The input is UTF-8 JSON lines (a byte-order mark at the start is read). A bad line
+(not UTF-8, not JSON, no ``question`` or ``answer`` string, a field of the wrong
+type) is reported on stderr with its file name and line number and skipped; the
+run goes on. A metric the judge did not score (failed, timed out or skipped, e.g.
+over a size limit) is counted on stderr, by metric, with the reason. The output
+file is written atomically (a temporary file in its directory, renamed at the end)
+and only when a record was scored: an interrupted or failed run, or one with
+nothing to write, leaves an existing output as it was. The output may not be the
+input file (also through a symlink or another path to it).
 
 exit codes:
-  0  every record scored (a metric may still have failed: see "ragas" in each line)
-  1  some lines were skipped (the others are written), or the input has no
-     records (nothing is written)
-  2  bad arguments, the output is the input, or a file could not be read/written"""
+  0  every line scored (a metric may still be failed, timed out or skipped: stderr
+     counts them by metric and reason, "ragas" in each line has every record's)
+  1  some lines were skipped (the others are written), or no line could be
+     scored: the input is empty or every line is bad (nothing is written)
+  2  bad arguments (no API key for --judge openai, an unknown metric), the output
+     is the input, or a file could not be read or written"""
 
 from __future__ import annotations
 
@@ -21,19 +27,24 @@ import argparse
 import asyncio
 import json
 import sys
+from collections import Counter
 from collections.abc import Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
+from ragas_trace._surrogates import without_surrogates
 from ragas_trace.cli import extras
 from ragas_trace.cli._batch import (
     InputError,
     Progress,
+    cli_judge,
     count_lines,
+    file_problem,
     in_order,
     jsonl_rows,
-    missing_text_fields,
     positive_int,
+    text_field_problems,
 )
 from ragas_trace.cli.safe_output import atomic_output, same_file
 from ragas_trace.judges.base import Judge
@@ -41,6 +52,9 @@ from ragas_trace.record import RagRecord
 from ragas_trace.results import Metric, MetricStatus, Scores
 
 _FAILURES = (MetricStatus.FAILED, MetricStatus.TIMEOUT)
+# Asked for and not scored for a reason of the judge's (not of the record's: a record
+# with no context or no claim in its answer gets its own status).
+_NOT_DONE = (*_FAILURES, MetricStatus.SKIPPED)
 _NEEDED = ("question", "answer")
 
 
@@ -67,12 +81,15 @@ def register(subparsers: Any) -> None:
 def run(args: argparse.Namespace) -> int:
     if not extras.require("score", extras.judge_extras(args.judge)):
         return extras.EXIT_MISSING_EXTRA
-    from ragas_trace.judges import resolve_judge
-
     to_stdout = str(args.output) == "-"
     try:
         metrics = frozenset(Metric(m.strip()) for m in args.metrics.split(",")) \
             if args.metrics else frozenset(Metric)
+    except ValueError:
+        print(f"ragas-trace score: --metrics {args.metrics}: each must be one of "
+              f"{', '.join(str(m) for m in Metric)}", file=sys.stderr)
+        return 2
+    try:
         if not to_stdout and same_file(args.input, args.output):
             raise ValueError(f"--output {args.output} is the input file: choose another "
                              "path (the input would be overwritten)")
@@ -81,51 +98,84 @@ def run(args: argparse.Namespace) -> int:
             print(f"ragas-trace score: no records in {args.input} (empty file); nothing "
                   "written", file=sys.stderr)
             return 1
-        judge = resolve_judge(args.judge)
-    except (OSError, ValueError, ImportError) as exc:
+        judge = cli_judge(args.judge)
+    except (ValueError, ImportError) as exc:  # InputError (a ValueError) names the file
         print(f"ragas-trace score: {exc}", file=sys.stderr)
         return 2
     try:
         if to_stdout:
-            bad = asyncio.run(score_file(args.input, sys.stdout, judge, metrics, total,
-                                         args.concurrency))
-        else:
-            with atomic_output(args.output) as out:
-                bad = asyncio.run(score_file(args.input, out, judge, metrics, total,
+            summary = asyncio.run(score_file(args.input, sys.stdout, judge, metrics, total,
                                              args.concurrency))
-    except OSError as exc:
+        else:
+            with atomic_output(args.output, keep_empty=False) as out:
+                summary = asyncio.run(score_file(args.input, out, judge, metrics, total,
+                                                 args.concurrency))
+    except InputError as exc:
         print(f"ragas-trace score: {exc}", file=sys.stderr)
         return 2
-    if bad:
-        print(f"ragas-trace score: {bad} line(s) skipped", file=sys.stderr)
-    return 1 if bad else 0
+    except OSError as exc:
+        print(f"ragas-trace score: {file_problem('--output', args.output, exc)}",
+              file=sys.stderr)
+        return 2
+    for line in summary.unscored_lines():
+        print(f"ragas-trace score: {line}", file=sys.stderr)
+    if summary.bad:
+        print(f"ragas-trace score: {summary.bad} line(s) skipped", file=sys.stderr)
+    if not summary.scored:
+        where = "" if to_stdout else f" ({args.output} not written)"
+        print(f"ragas-trace score: no line of {args.input} could be scored; nothing "
+              f"written{where}", file=sys.stderr)
+    return 1 if summary.bad or not summary.scored else 0
+
+
+@dataclass
+class Summary:
+    """What a run did: lines skipped as bad, records scored, and the metrics the judge
+    was asked for but did not score, by (metric, status), with their reasons."""
+
+    bad: int = 0
+    scored: int = 0
+    unscored: dict[tuple[Metric, MetricStatus], Counter[str]] = field(default_factory=dict)
+
+    def count(self, scores: Scores, metrics: frozenset[Metric]) -> None:
+        self.scored += 1
+        for metric in sorted(metrics):
+            result = scores.result(metric)
+            if result.status in _NOT_DONE:
+                self.unscored.setdefault((metric, result.status), Counter())[
+                    result.reason or "no reason given"] += 1
+
+    def unscored_lines(self) -> list[str]:
+        """'faithfulness skipped in 1 of 3 records (answer over ...)': the most common
+        reason of each (metric, status)."""
+        return [f"{metric} {status} in {sum(reasons.values())} of {self.scored} records "
+                f"({reasons.most_common(1)[0][0]})"
+                for (metric, status), reasons in self.unscored.items()]
 
 
 async def score_file(path: Path, out: IO[str], judge: Judge, metrics: frozenset[Metric],
-                     total: int, concurrency: int) -> int:
-    """Score every record of ``path`` into ``out``; returns the number of bad lines."""
+                     total: int, concurrency: int) -> Summary:
+    """Score every record of ``path`` into ``out``."""
     # A bad line is skipped (never judged); "failed" counts judged records with a
     # failed or timed-out metric, so the two add up to what the summary says.
     progress = Progress("score: lines", total, flag="with a failed metric")
-    bad = 0
+    summary = Summary()
 
     def records() -> Iterator[tuple[int, RagRecord | str]]:
-        nonlocal bad
         for number, row in jsonl_rows(path):
             if isinstance(row, InputError):
-                bad += 1
+                summary.bad += 1
                 yield number, str(row)
                 continue
-            missing = missing_text_fields(row, _NEEDED)
-            if missing:
-                bad += 1
-                yield number, f"{path}:{number}: missing field(s) {', '.join(missing)} " \
-                              "(a string each)"
+            problems = text_field_problems(row, _NEEDED)
+            if problems:
+                summary.bad += 1
+                yield number, f"{path}:{number}: {'; '.join(problems)}"
                 continue
             try:
                 yield number, RagRecord.from_dict(row)
             except ValueError as exc:
-                bad += 1
+                summary.bad += 1
                 yield number, f"{path}:{number}: {exc}"
 
     async def job(item: tuple[int, RagRecord | str]) -> tuple[RagRecord | str, Scores | None]:
@@ -141,11 +191,19 @@ async def score_file(path: Path, out: IO[str], judge: Judge, metrics: frozenset[
                 print(f"ragas-trace score: skipped {record}", file=sys.stderr)
                 progress.advance(skipped=True)
                 continue
-            out.write(json.dumps({**record.to_dict(), "ragas": scores.to_dict()},
-                                 ensure_ascii=False) + "\n")
+            out.write(_json_line({**record.to_dict(), "ragas": scores.to_dict()}))
+            summary.count(scores, metrics)
             progress.advance(failed=any(scores.result(m).status in _FAILURES for m in metrics))
     finally:
         progress.close()
         await judge.aclose()
-    return bad
+    return summary
 
+
+def _json_line(row: dict[str, Any]) -> str:
+    """One output line: the text as it is, except that a lone surrogate (which a JSON
+    escape such as "\\udc80" in the input gives, and UTF-8 cannot hold) stays escaped."""
+    line = json.dumps(row, ensure_ascii=False)
+    if without_surrogates(line) is not line:
+        line = json.dumps(row)
+    return line + "\n"

@@ -19,6 +19,8 @@ from google.protobuf.descriptor import FieldDescriptor, FileDescriptor
 from google.protobuf.message import DecodeError, Message
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
+from ragas_trace._surrogates import without_surrogates
+
 _STRING = descriptor_pb2.FieldDescriptorProto.TYPE_STRING
 _BYTES = descriptor_pb2.FieldDescriptorProto.TYPE_BYTES
 
@@ -178,20 +180,10 @@ def _repair_json(node: dict[str, Any] | list[Any], skip: tuple[str, ...] = ()) -
     entries = node.items() if isinstance(node, dict) else enumerate(node)
     for key, value in list(entries):
         if isinstance(value, str):
-            fixed = _no_surrogates(value)
+            fixed = without_surrogates(value)
             if fixed is not value:
                 node[key] = fixed  # type: ignore[index,call-overload]
                 changed = True
         elif isinstance(value, dict | list) and key not in skip:
             changed |= _repair_json(value)
     return changed
-
-
-def _no_surrogates(text: str) -> str:
-    if text.isascii():
-        return text
-    try:
-        text.encode("utf-8")
-        return text
-    except UnicodeEncodeError:
-        return "".join("\ufffd" if "\ud800" <= c <= "\udfff" else c for c in text)

@@ -24,6 +24,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from ragas_trace._surrogates import without_surrogates
 from ragas_trace.judges.local.vector_cache import VectorCache
 
 logger = logging.getLogger(__name__)
@@ -288,8 +289,9 @@ class Embedder:
                 out[i] = cached
         if not todo:
             return PendingVectors(out, [])
-        encodings = dict(zip(todo, self._tokenizer.encode_batch([texts[i] for i in todo]),
-                             strict=True))
+        # The tokenizer takes only encodable text (TypeError on a lone surrogate).
+        encodings = dict(zip(todo, self._tokenizer.encode_batch(
+            [without_surrogates(texts[i]) for i in todo]), strict=True))
         lengths = {i: len(e.ids) for i, e in encodings.items()}
         batches = plan_batches(todo, lengths, self._batch_size)
         pool = self._current_workers().pool

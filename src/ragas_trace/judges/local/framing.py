@@ -164,7 +164,8 @@ def framed_support(question: str, q_vector: Vectors, answer: str, evidence: Evid
     answer_keys = {t.key for t in answer_tokens}
     missing = [t for t in answer_tokens if t not in evidence.vocabulary]
     missing_facts = [t for t in missing if t.kind is not Kind.WORD]
-    present = [t for t in answer_tokens if t not in missing]
+    absent = set(missing)  # a set: an answer of one long "word" has thousands of tokens
+    present = [t for t in answer_tokens if t not in absent]
     def by_rarity(t: Token) -> float:
         return weight(t, rarity)
 

@@ -5,6 +5,7 @@ invented one, but it is weaker evidence than the context's own figure."""
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Iterable
 from collections.abc import Set as AbstractSet
@@ -20,9 +21,13 @@ ROUND_FROM = 10_000  # "3,500,000" may round 3,482,000; "1930" does not round 19
 
 def value(key: str) -> float | None:
     """The value of a number token's key ("1500", "3.5", "-2"); None for dates, times
-    and ranges ("20:15", "1-0", "2022-01-09")."""
+    and ranges ("20:15", "1-0", "2022-01-09"), and for a number too large for a float
+    (no rounding or unit conversion applies to it)."""
     match = _NUMBER.fullmatch(key.replace(",", "."))
-    return float(match.group(0)) if match else None
+    if match is None:
+        return None
+    number = float(match.group(0))
+    return number if math.isfinite(number) else None
 
 
 def _decimals(key: str) -> int:
@@ -42,7 +47,9 @@ def _rounds(stated: float, decimals: int, other: float) -> bool:
     return round(other) == stated and other != round(other)
 
 
-_PART = re.compile(r"\d+")
+# Clock, range and date parts are short; a longer run of digits is an identifier,
+# and converting one of thousands of digits to int is refused by Python (and slow).
+_PART = re.compile(r"(?<!\d)\d{1,18}(?!\d)")
 
 
 def parts(key: str) -> list[int]:

@@ -19,17 +19,25 @@ from enum import Enum
 
 from ragas_trace.judges.local.lexicon import MONTHS, STOPWORDS, VAGUE_CJK, VAGUE_WORDS
 
+# What a number is, defined here once: a run of decimal digits (``\d`` in a str
+# pattern: Unicode category Nd, what ``str.isdecimal`` tests; "25", "٢٥", "２５")
+# with inner separators and an optional sign. Other characters with a digit value
+# (superscripts "km²", footnote marks "Paris¹", circled "①", fractions "½") are not
+# numbers: they are word characters, part of the word they are written in.
 _TOKEN = re.compile(
-    r"(?:(?<![\w.,])[-−](?=\d)|\b(?i:minus|negative)\s+(?=\d))?"  # -2, minus 2
-    r"\d+(?:[.,:/-]\d+)*"  # 1,500  365.2422  1-0  20:15
+    r"(?P<sign>(?<![\w.,])[-−](?=\d)|\b(?i:minus|negative)\s+(?=\d))?"  # -2, minus 2
+    r"(?P<number>\d+(?:[.,:/-]\d+)*)"  # 1,500  365.2422  1-0  20:15
     r"|[^\W\d_]+(?:[-'’][^\W\d_]+)*",  # words, with inner hyphens/apostrophes
 )
 _CJK_RUN = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]+")
 _SUFFIXES = ("ations", "ation", "ings", "ing", "ies", "ied", "ed", "es", "s", "ly",
              "en", "er", "e", "n")
 _MIN_STEM = 4
-_CLAUSE_BREAK = re.compile(r"\s*(?:[;:—–]|,\s+(?:and|but|while|whereas|und|aber|sondern)\b"
-                           r"|\s(?:but|whereas)\s|[，；：])\s*", re.IGNORECASE)
+# Never starting inside a run of whitespace: a match there would also start at the
+# run's first character, which the scan tries first; without the guard a long run
+# (a PDF's padding) is searched again from each of its characters (cubic time).
+_CLAUSE_BREAK = re.compile(r"(?!(?<=\s)\s)\s*(?:[;:—–]|,\s+(?:and|but|while|whereas|und"
+                           r"|aber|sondern)\b|\s(?:but|whereas)\s|[，；：])\s*", re.IGNORECASE)
 
 
 class Kind(Enum):
@@ -70,11 +78,12 @@ def stem(word: str) -> str:
     return word
 
 
-def _number_key(text: str) -> str:
-    """1,500 == 1500 (365.2422 stays); minus 2 == -2 == −2."""
-    sign = "-" if not text[0].isdigit() else ""
-    digits = text[re.search(r"\d", text).start():]  # type: ignore[union-attr]
-    return sign + re.sub(r"[.,](?=\d{3}\b)", "", digits)
+def _number_key(match: re.Match[str]) -> str:
+    """1,500 == 1500 (365.2422 stays); minus 2 == -2 == −2; ٢٥ == ２５ == 25."""
+    digits = match.group("number")
+    if not digits.isascii():
+        digits = "".join(str(unicodedata.decimal(c)) if c.isdecimal() else c for c in digits)
+    return ("-" if match.group("sign") else "") + re.sub(r"[.,](?=\d{3}\b)", "", digits)
 
 
 def content_tokens(text: str) -> list[Token]:
@@ -82,10 +91,8 @@ def content_tokens(text: str) -> list[Token]:
     tokens: list[Token] = []
     for m in _TOKEN.finditer(_CJK_RUN.sub(lambda r: " " * len(r.group(0)), text)):
         raw = m.group(0)
-        # A number is what the pattern's \d matched: a decimal digit (isdecimal), not
-        # any digit-like character (isdigit takes "²" and "①", which \d does not).
-        if raw[-1].isdecimal():
-            tokens.append(Token(raw, _number_key(raw), Kind.NUMBER, m.start()))
+        if m.group("number"):
+            tokens.append(Token(raw, _number_key(m), Kind.NUMBER, m.start()))
             continue
         low = normalise(raw)
         if low in MONTHS and raw[0].isupper():  # "may", "march" are verbs
@@ -138,6 +145,7 @@ class Vocabulary:
         self._matched: dict[str, bool] = {}  # affix matches, once per key
         self._sorted: list[str] | None = None
         self._reversed: list[str] = []
+        self._lengths: list[int] = []  # of the long keys, each once, ascending
 
     def __contains__(self, token: object) -> bool:
         if not isinstance(token, Token):
@@ -154,14 +162,17 @@ class Vocabulary:
     def _affix_match(self, key: str) -> bool:
         """A key of more than ``_MIN_STEM`` characters that starts or ends with ``key``,
         or that ``key`` starts with (Metalllettern ~ Lettern). Sorted lists, built on
-        first use, make each test a binary search instead of a scan of every key."""
+        first use, make each test a binary search instead of a scan of every key; the
+        prefixes of ``key`` tried are only as long as some key is (not every length up
+        to ``key``'s: quadratic for a token of thousands of characters)."""
         if self._sorted is None:
             long_keys = [k for k in self.keys if len(k) > _MIN_STEM]
             self._sorted = sorted(long_keys)
             self._reversed = sorted(k[::-1] for k in long_keys)
+            self._lengths = sorted({len(k) for k in long_keys})
         if _has_prefix(self._sorted, key) or _has_prefix(self._reversed, key[::-1]):
             return True
-        return any(key[:i] in self.keys for i in range(_MIN_STEM + 1, len(key)))
+        return any(key[:n] in self.keys for n in self._lengths if n < len(key))
 
 
 def _has_prefix(ordered: list[str], prefix: str) -> bool:
