@@ -35,7 +35,7 @@ def _valid_unicode(request: ExportTraceServiceRequest) -> None:
                     text.encode("utf-8")  # UnicodeEncodeError on a lone surrogate
 
 
-@scaled(60)
+@scaled(30)
 @given(name=any_text(max_pieces=4), value=any_text(max_pieces=4),
        key=any_text(max_pieces=2, large=False), ascii_only=st.booleans())
 def test_otlp_json_with_any_strings_is_parsed_or_refused(
@@ -49,7 +49,7 @@ def test_otlp_json_with_any_strings_is_parsed_or_refused(
     _valid_unicode(parsed.request)
 
 
-@scaled(60)
+@scaled(30)
 @given(name=any_text(max_pieces=4), value=st.binary(max_size=64) | mojibake_bytes())
 def test_otlp_protobuf_with_any_bytes_in_its_strings_is_repaired(name: str,
                                                                  value: bytes) -> None:
@@ -67,7 +67,7 @@ def test_otlp_protobuf_with_any_bytes_in_its_strings_is_repaired(name: str,
     assert got.value.string_value == value.decode("utf-8", "replace")
 
 
-@scaled(60)
+@scaled(30)
 @given(body=st.binary(max_size=200) | mojibake_bytes(), encoding=st.sampled_from(
     ["json", "protobuf"]))
 @example(body=b"[" * 100_000, encoding="json")

@@ -54,7 +54,7 @@ _PARSERS: dict[str, Callable[[dict[str, Any]], Any]] = {
 
 
 @pytest.mark.parametrize("parser", list(_PARSERS))
-@scaled(60)
+@scaled(30)
 @given(content=st.one_of(replies(), any_text(), st.none()),
        finish=st.sampled_from([None, "stop", "length", "content_filter", "tool_calls"]),
        quoted=st.sampled_from(["", "The lake is deep."]))

@@ -15,7 +15,7 @@ pytestmark = pytest.mark.usefixtures("no_internal_errors")
 _LINE_BREAKS = "\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029"
 
 
-@scaled(100)
+@scaled(30)
 @given(any_text())
 def test_sentences_are_stripped_pieces_of_single_lines_in_order(text: str) -> None:
     at = 0

@@ -19,7 +19,7 @@ pytestmark = pytest.mark.usefixtures("no_internal_errors")
 _NUMBER_KEY = re.compile(r"-?[0-9]+(?:[.,:/-][0-9]+)*")
 
 
-@scaled(100)
+@scaled(30)
 @given(any_text())
 def test_statements_are_cleaned_sentences(text: str) -> None:
     parts = answer_parts(text)
@@ -30,7 +30,7 @@ def test_statements_are_cleaned_sentences(text: str) -> None:
         assert clean_line(sentence) == clean_line(sentence).strip()
 
 
-@scaled(100)
+@scaled(30)
 @given(any_text())
 @example("The lake covers 25 km²; see ① and ②, ٢٥ or ２５ of −3 and minus 4.")
 def test_number_tokens_are_decimal_digits_keyed_in_ascii(text: str) -> None:
@@ -54,7 +54,7 @@ def test_superscript_and_circled_digits_belong_to_their_word() -> None:
     assert "km²" in [t.text for t in tokens]
 
 
-@scaled(100)
+@scaled(30)
 @given(any_text())
 def test_clauses_cover_the_sentence(text: str) -> None:
     tokens = content_tokens(text)
