@@ -72,7 +72,7 @@ def _json_objects(text: str) -> list[tuple[str, dict[str, Any]]]:
         attempts += 1
         try:
             value, end = _DECODER.raw_decode(text, start)
-        except ValueError:
+        except (ValueError, RecursionError):  # RecursionError: nested thousands deep
             start = text.find("{", start + 1)
             continue
         if isinstance(value, dict):

@@ -156,9 +156,13 @@ _QUESTION_WORD = re.compile(
     r"|quién|qué|cuándo|dónde|cómo|cuánt[oa]s?|cuál|por\s+qué)\b", re.IGNORECASE)
 
 
+# The first option starts at the first letter of a run of word characters and takes
+# the whole run (possessive): tried from every letter of a long run, and with every
+# split of the whitespace after it, the search was quadratic (minutes on a 100,000-
+# character word); the matches are the same.
 _ALTERNATIVES = re.compile(
-    r"([^\W\d_][\w-]*)\s*,?\s+(?:or|oder)\s+(?:(?:the|a|an|der|die|das|ein|eine)\s+)?"
-    r"([^\W\d_][\w-]*)", re.IGNORECASE)
+    r"(?<![\w-])[\d_-]*+([^\W\d_][\w-]*+)(?:\s*+,)?\s++(?:or|oder)\s+"
+    r"(?:(?:the|a|an|der|die|das|ein|eine)\s+)?([^\W\d_][\w-]*)", re.IGNORECASE)
 COMPARISON = re.compile(r"\s(than|als)\s|比", re.IGNORECASE)
 
 

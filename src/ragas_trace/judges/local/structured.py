@@ -23,11 +23,11 @@ def flatten_passage(passage: str) -> str:
         return passage
     try:
         value = json.loads(text)
-    except ValueError:
+        if not isinstance(value, (dict, list)):
+            return passage
+        return "\n".join(_lines(value, ()))
+    except (ValueError, RecursionError):  # RecursionError: nested about a thousand deep
         return passage
-    if not isinstance(value, (dict, list)):
-        return passage
-    return "\n".join(_lines(value, ()))
 
 
 def _key(name: str) -> str:
