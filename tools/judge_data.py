@@ -10,6 +10,8 @@ other: those to the same question over the same passages).
   data-to-text test sets (real answers of six LLMs, human labels with the
   hallucinated spans);
 - ``halueval``: HaluEval QA (right answer and two generated hallucinations);
+- ``attributionbench``: AttributionBench's development split (claims of real QA
+  answers with human attribution labels; the group is the question);
 - ``public-dev``, ``public-held_out``: our extractive-QA pairs (SQuAD 2.0,
   GermanQuAD, PIAF, SQuAD-es, CMRC 2018), a right answer and a wrong one from the
   same passage; ``held_out`` is never fitted on.
@@ -76,6 +78,19 @@ def halueval(data: Path) -> list[Answer]:
         out.append(Answer("halueval", f"{rid}-right", rid, rid, q, c, str(row["answer"]), False))
         for i, wrong in enumerate(dict.fromkeys(row["hallucinated"])):  # type: ignore[arg-type]
             out.append(Answer("halueval", f"{rid}-h{i}", rid, rid, q, c, str(wrong), True))
+    return out
+
+
+def attributionbench(data: Path) -> list[Answer]:
+    """AttributionBench dev: each claim is an answer, its references the contexts; a
+    claim not attributable to them is hallucinated. All claims to one question share a
+    group (one fold) and a pair."""
+    out = []
+    for row in _jsonl(data / "attributionbench-dev.jsonl"):
+        q = str(row["question"])
+        out.append(Answer("attributionbench", str(row["id"]), q, q, q,
+                          tuple(str(r) for r in row["references"]),  # type: ignore[attr-defined]
+                          str(row["claim"]), row["attribution_label"] != "attributable"))
     return out
 
 
