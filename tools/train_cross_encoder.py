@@ -24,10 +24,13 @@ Evidence window: the context sentence that shares the most rarity-weighted words
 the statement, grown with its neighbours up to ``WINDOW_WORDS`` words.
 
     pip install torch==2.13.0 && pip install -e '.[train]'   # a CPU torch first
-    python tools/train_cross_encoder.py --out /work/ce-out [--pairs 2400] [--speed] [--trained OUT/trained]
+    python tools/train_cross_encoder.py --out /work/ce-out [--pairs 2400] [--speed]
+    python tools/train_cross_encoder.py --out /work/ce-out --trained /work/ce-out/trained
 
 Writes ``OUT/cross_encoder.onnx`` (int8), ``OUT/fold4_scores.json`` (every fold-4
-statement's probability, by answer id) and the model card ``tools/cross_encoder_card.json``.
+statement's probability, by answer id) and the model card ``tools/cross_encoder_card.json``
+(rewritten as the run goes: a run stopped by its time budget leaves its training
+figures). ``--speed`` trains on 64 pairs and prints pairs/s, to size ``--pairs``.
 """
 
 from __future__ import annotations
@@ -43,7 +46,7 @@ import tempfile
 import time
 import zipfile
 from collections import Counter, defaultdict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from itertools import zip_longest
 from pathlib import Path
@@ -320,9 +323,14 @@ def training_pairs(answers: Sequence[Answer], windows: Windows, n: int,
         foreign = rng.choice(foreign_sentences)
         if foreign in window:
             continue
-        bad = corrupt(t, window, foreign, rng)
-        if bad is None:
+        # A short answer read with its question ("Who ...: Paris"): only the answer is
+        # asserted, so only it is changed.
+        frame = f"{a.question.strip().rstrip('?？ ')}: "
+        head, body = (frame, t[len(frame):]) if a.question and t.startswith(frame) else ("", t)
+        changed = corrupt(body, window, foreign, rng)
+        if changed is None:
             continue
+        bad = head + changed
         pairs.append(Pair(t, window, 1, f"synthetic-{a.dataset}"))
         pairs.append(Pair(bad, window, 0, f"synthetic-{a.dataset}"))
         made += 1
@@ -377,7 +385,10 @@ def batches(pairs: Sequence[Pair], tok: Any, rng: random.Random) -> list[list[Pa
 
 
 def train(pairs: Sequence[Pair], model_dir: Path, tok: Any, rng: random.Random,
-          log_every: int = 20) -> tuple[Any, dict[str, Any]]:
+          log_every: int = 20, progress: Callable[[dict[str, Any]], None] = print
+          ) -> tuple[Any, dict[str, Any]]:
+    """The fine-tuned model and its training figures; ``progress`` gets them every
+    ``log_every`` steps, so that a run stopped by its time budget leaves them."""
     import torch
     from transformers import BertForSequenceClassification
 
@@ -402,6 +413,7 @@ def train(pairs: Sequence[Pair], model_dir: Path, tok: Any, rng: random.Random,
     loss_fn = torch.nn.BCEWithLogitsLoss()
     start = time.monotonic()
     losses: list[float] = []
+    curve: list[dict[str, float]] = []
     for step, batch in enumerate(plan):
         x = {k: torch.from_numpy(v) for k, v in
              encode(tok, [(p.statement, p.window) for p in batch]).items()}
@@ -415,11 +427,13 @@ def train(pairs: Sequence[Pair], model_dir: Path, tok: Any, rng: random.Random,
         losses.append(float(loss.detach()))
         if (step + 1) % log_every == 0:
             done = sum(len(b) for b in plan[:step + 1])
-            print(f"step {step + 1}/{len(plan)} loss {np.mean(losses[-log_every:]):.3f} "
-                  f"{done / (time.monotonic() - start):.2f} pairs/s", flush=True)
+            curve.append({"step": step + 1, "loss": round(float(np.mean(losses[-log_every:])), 4),
+                          "pairs_per_second": round(done / (time.monotonic() - start), 2)})
+            progress({"status": f"step {step + 1} of {len(plan)}", "loss_curve": curve})
     seconds = time.monotonic() - start
     model.eval()
-    return model, {"steps": len(plan), "seconds": round(seconds, 1),
+    return model, {"status": "done", "loss_curve": curve,
+                   "steps": len(plan), "seconds": round(seconds, 1),
                    "pairs_per_second": round(sum(len(b) for b in plan) / seconds, 2),
                    "final_loss": round(float(np.mean(losses[-50:])), 4)}
 
@@ -596,6 +610,30 @@ def main() -> int:
     pairs, counts = training_pairs(train_set, windows, 64 if args.speed else PAIRS, rng)
     print(f"{len(pairs)} pairs in {time.monotonic() - t0:.0f}s: {counts}", flush=True)
     args.out.mkdir(parents=True, exist_ok=True)
+    card: dict[str, Any] = {
+        "model": "cross-encoder: (statement, evidence window) -> P(supported)",
+        "base": BASE, "architecture": "BertForSequenceClassification, 6 layers, 384 wide, "
+        "one logit (sigmoid)", "licences": LICENCES,
+        "command": " ".join(["python", *sys.argv]),
+        "hyper_parameters": {"seed": SEED, "max_tokens": MAX_TOKENS,
+                             "window_words": WINDOW_WORDS, "batch": BATCH, "lr": LR,
+                             "warmup": WARMUP, "weight_decay": WEIGHT_DECAY, "epochs": EPOCHS,
+                             "pairs": PAIRS, "synthetic_share": SYNTHETIC_SHARE,
+                             "frozen_layers": FROZEN_LAYERS, "threads": THREADS},
+        "protocol": "trained on the sources of folds 0-3 (fit_local_judge.fold_of), measured "
+        "on every development set's fold-4 answers; answer score = lowest statement "
+        "probability; combined = logistic(CE logit, lexical) cross-validated by source "
+        "inside fold 4",
+        "data": {"answers": Counter(a.dataset for a in answers),
+                 "train_answers": Counter(a.dataset for a in train_set),
+                 "test_answers": Counter(a.dataset for a in test_set),
+                 "training_pairs": counts},
+    }
+
+    def write_card(**parts: Any) -> None:
+        card.update(parts)
+        args.card.write_text(json.dumps(card, indent=1, default=dict) + "\n", encoding="utf-8")
+
     with tempfile.TemporaryDirectory() as tmp:
         model_dir = base_model_dir(Path(tmp))
         tok = tokenizer(model_dir)
@@ -605,41 +643,26 @@ def main() -> int:
             model = BertForSequenceClassification.from_pretrained(str(args.trained)).eval()
             training = json.loads((args.trained / "training.json").read_text())
         else:
+            def progress(figures: dict[str, Any]) -> None:
+                print(json.dumps(figures["loss_curve"][-1]), flush=True)
+                if not args.speed:
+                    write_card(training=figures)
+
             model, training = train(pairs, model_dir, tok, rng,
-                                    log_every=2 if args.speed else 20)
+                                    log_every=2 if args.speed else 20, progress=progress)
             print(json.dumps(training), flush=True)
             if args.speed:
                 return 0
             # Kept so that the export and the measurement can be re-run (--trained).
             model.save_pretrained(str(args.out / "trained"))
             (args.out / "trained" / "training.json").write_text(json.dumps(training))
+        write_card(training=training)
         sample = [(p.statement, p.window) for p in random.Random(SEED + 1).sample(pairs, 64)]
         onnx_check = export(model, tok, args.out, sample)
-        print(json.dumps(onnx_check), flush=True)
+        write_card(onnx=onnx_check)
         report, fold4 = evaluate(test_set, windows, Scorer(args.out / "cross_encoder.onnx", tok))
     (args.out / "fold4_scores.json").write_text(json.dumps(fold4, indent=1), encoding="utf-8")
-    card = {
-        "model": "cross-encoder: (statement, evidence window) -> P(supported)",
-        "base": BASE, "architecture": "BertForSequenceClassification, 6 layers, 384 wide, "
-        "one logit (sigmoid)", "licences": LICENCES,
-        "command": " ".join(["python", *sys.argv]),
-        "hyper_parameters": {"seed": SEED, "max_tokens": MAX_TOKENS,
-                             "window_words": WINDOW_WORDS, "batch": BATCH, "lr": LR,
-                             "warmup": WARMUP, "weight_decay": WEIGHT_DECAY, "epochs": EPOCHS,
-                             "pairs": PAIRS, "synthetic_share": SYNTHETIC_SHARE,
-                             "frozen_layers": FROZEN_LAYERS,
-                             "threads": THREADS},
-        "protocol": "trained on the sources of folds 0-3 (fit_local_judge.fold_of), measured "
-        "on every development set's fold-4 answers; answer score = lowest statement "
-        "probability; combined = logistic(CE logit, lexical) cross-validated by source "
-        "inside fold 4",
-        "data": {"answers": Counter(a.dataset for a in answers),
-                 "train_answers": Counter(a.dataset for a in train_set),
-                 "test_answers": Counter(a.dataset for a in test_set),
-                 "training_pairs": counts},
-        "training": training, "onnx": onnx_check, "fold4": report,
-    }
-    args.card.write_text(json.dumps(card, indent=1, default=dict) + "\n", encoding="utf-8")
+    write_card(fold4=report)
     print(json.dumps(report, indent=1))
     return 0
 
