@@ -157,8 +157,6 @@ HEADLINE = (
     ("local_judge_speed", "records_per_s_2_threads"),
     ("local_judge_report", "ragtruth (both tasks):auroc"),
     ("local_judge_report", "attributionbench:auroc"),
-    ("local_judge_speed", "long_records_per_s_2_threads"),
-    ("local_judge_agreement", "public_by_kind:held_out/all kinds:faithfulness"),
     ("shutdown_deadlines", "backend_down_shutdown_s"),
     ("soak", "app.rss_mib_per_h"),
     ("soak", "unaccounted"),
