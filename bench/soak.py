@@ -67,8 +67,9 @@ THREADS_SLOPE_H = 0.0
 FDS_SLOPE_H = 1.0
 # The short run (the slow test): growth from the end of warm-up to the end, absolute.
 # RSS moves by tens of MiB as 1-5 MiB requests pass through the allocator's arenas in
-# the first minutes (the heap, measured exactly, is the finer leak check there).
-SHORT_RSS_GROWTH_MIB = 64.0
+# the first minutes (72 MiB in one clean CI run, heap flat): the heap, measured
+# exactly, is the finer leak check there; RSS catches only a gross leak.
+SHORT_RSS_GROWTH_MIB = 128.0
 SHORT_HEAP_GROWTH_MIB = 8.0
 # A leak of one thread or socket per request adds hundreds in the short run; these are
 # the pools' sizes (the scorer's 8 concurrent judge calls, each a connection and at most

@@ -65,11 +65,18 @@ def same_clock(key: str, known_parts: AbstractSet[int]) -> bool:
         p in known_parts or (1 <= p <= 12 and p + 12 in known_parts) for p in found)
 
 
+def _is_year(key: str) -> bool:
+    """A bare four-digit number of the last thousand years or so ("1981"): a year is
+    never rounded or converted, so it is the context's own or an invented one (7,400
+    gallons would otherwise be "1981" litres within the conversion tolerance)."""
+    return len(key) == 4 and key.isdigit() and 1000 <= int(key) <= 2100
+
+
 def near(key: str, known: Iterable[float]) -> bool:
     """Whether the number with token key ``key`` is one of ``known`` rounded, scaled
     by a magnitude word or converted between common units."""
     stated = value(key)
-    if stated is None or stated == 0.0:
+    if stated is None or stated == 0.0 or _is_year(key):
         return False
     decimals = _decimals(key)
     for other in known:
