@@ -55,6 +55,11 @@ def test_prometheus_names_and_labels():
     assert statuses == {"scored", "dropped"}
     assert {"service", "app", "judge", "status"} <= set(found["ragas_evaluations_total"][0])
     assert found["ragas_scorer_dropped_total"] == [{"reason": "hold_full", "value": "1.0"}]
+    per_metric = {(s["metric"], s["status"]): float(s["value"])
+                  for s in found["ragas_metric_evaluations_total"]}
+    assert per_metric == {(m, status): 1.0 for m in ("faithfulness", "answer_relevance",
+                                                     "context_relevance")
+                          for status in ("scored", "dropped")}
     assert found["ragas_held_spans"] == [{"value": "0.0"}]
     assert "ragas_held_spans" in found and "ragas_scorer_queue_size" in found
     assert {s["type"] for s in found["ragas_judge_tokens_bucket"]} == {"prompt", "completion"}
@@ -168,3 +173,69 @@ def test_5000_run_names_in_process_give_one_app_label(rag_chain):
     roots = [s for s in exporter.get_finished_spans() if s.name.startswith("run-")]
     assert len({s.name for s in roots}) == 5000
     assert all(sc.RAGAS_APP_NAME not in (s.attributes or {}) for s in roots)
+
+
+def test_each_metric_of_each_request_is_counted_once_by_status():
+    from opentelemetry.sdk.metrics import MeterProvider
+    from opentelemetry.sdk.metrics.export import InMemoryMetricReader
+
+    from ragas_trace.exporters.metrics import ScorerMetrics
+    from ragas_trace.results import JudgeUsage, Metric, MetricResult, MetricStatus, Scores
+    from ragas_trace.scorer.outcome import EvaluationStatus, Outcome, outcome_of
+
+    reader = InMemoryMetricReader()
+    metrics = ScorerMetrics(MeterProvider(metric_readers=[reader]), "svc")
+    refusal = Scores("j", {Metric.FAITHFULNESS: MetricResult.unscored(MetricStatus.NO_STATEMENTS),
+                           Metric.ANSWER_RELEVANCE: MetricResult.scored(0.7)}, JudgeUsage())
+    timed_out = Scores("j", {m: MetricResult.unscored(MetricStatus.TIMEOUT) for m in Metric},
+                       JudgeUsage())
+    metrics.evaluation(outcome_of(refusal, 0.1), "faq", "j")
+    metrics.evaluation(outcome_of(timed_out, 0.1), "faq", "j")
+    metrics.evaluation(Outcome(EvaluationStatus.FAILED, reason="internal_error"), "faq", "j")
+    metrics.not_scored(EvaluationStatus.NOT_SAMPLED, "faq", "j")
+    metrics.not_scored(EvaluationStatus.DROPPED, "faq", "j")
+    metrics.not_scored(EvaluationStatus.UNSCORABLE, "faq", "j")
+
+    data = reader.get_metrics_data()
+    assert data is not None
+    points = {m.name: m.data.data_points for rm in data.resource_metrics
+              for sm in rm.scope_metrics for m in sm.metrics}
+    requests = sum(p.value for p in points["ragas.evaluations"])
+    per_metric: dict[str, dict[str, int]] = {}
+    for p in points["ragas.metric.evaluations"]:
+        attrs = dict(p.attributes or {})
+        per_metric.setdefault(str(attrs["metric"]), {})[str(attrs["status"])] = int(p.value)
+    assert requests == 6
+    for metric in Metric:
+        assert sum(per_metric[str(metric)].values()) == requests, per_metric
+    assert per_metric["faithfulness"] == {"no_statements": 1, "timeout": 1, "failed": 1,
+                                          "not_sampled": 1, "dropped": 1, "unscorable": 1}
+    assert per_metric["answer_relevance"]["scored"] == 1
+    assert per_metric["context_relevance"]["skipped"] == 1  # the judge was not asked
+
+
+def test_a_swallowed_internal_error_is_scraped_by_place(monkeypatch):
+    from ragas_trace._internal_errors import internal_error_counts
+
+    monkeypatch.setenv("RAGAS_TRACE_RAISE_INTERNAL_ERRORS", "0")  # as in production
+    spans = InMemorySpanExporter()
+    rt = ragas_trace.setup(service_name="svc", judge=ScriptedJudge(), metrics_port=0,
+                           metrics_host="127.0.0.1", tracer_provider=TracerProvider(),
+                           exporter=spans, handle_sigterm=False)
+    before = internal_error_counts().get("processor.on_end", 0)
+
+    def broken(span: object) -> None:
+        raise RuntimeError("a bug of ours")
+
+    try:
+        monkeypatch.setattr(rt.pipeline.processor, "_ended", broken)
+        rag_request(rt.tracer_provider.get_tracer("t"))
+        port = rt.metrics_port
+        assert port is not None
+        found = samples(port)
+    finally:
+        monkeypatch.undo()
+        rt.shutdown(timeout_s=5)
+    errors = {s["where"]: float(s["value"]) for s in found["ragas_internal_errors_total"]}
+    assert errors["processor.on_end"] == before + 3  # root, retriever and LLM spans
+    assert len(spans.get_finished_spans()) == 3  # swallowed: every span still exported

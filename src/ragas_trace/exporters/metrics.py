@@ -8,6 +8,7 @@ Prometheus exporter's translation gives exactly these series (a test scrapes the
 | histogram `ragas.context_relevance` | `ragas_context_relevance_*` | service, app, judge |
 | counter `ragas.faithfulness.squares` | `ragas_faithfulness_squares_total` | service, app, judge |
 | counter `ragas.evaluations` | `ragas_evaluations_total` | service, app, judge, status |
+| counter `ragas.metric.evaluations` | `ragas_metric_evaluations_total` | metric, status |
 | counter `ragas.verdicts` | `ragas_verdicts_total` | service, app, judge, metric, label |
 | counter `ragas.faithfulness.unscored` | `ragas_faithfulness_unscored_total` | see below |
 | counter `ragas.scorer.dropped` | `ragas_scorer_dropped_total` | reason |
@@ -20,6 +21,18 @@ Prometheus exporter's translation gives exactly these series (a test scrapes the
 | counter `ragas.export.lost` | `ragas_export_lost_total` | signal, reason |
 | counter `ragas.annotations` | `ragas_annotations_total` | sink, outcome (see below) |
 | counter `ragas.metrics.folded_labels` | `ragas_metrics_folded_labels_total` | label |
+| observable counter `ragas.internal_errors` | `ragas_internal_errors_total` | where |
+
+``ragas.metric.evaluations`` counts each metric of each request once, whatever became
+of it, so that per metric the requests in are the sum over ``status``: the metric's
+own ``MetricStatus`` when the judge ran (``scored``, ``no_statements``, ``no_answer``,
+``no_question``, ``no_context``, ``failed``, ``timeout``, ``skipped``), else the
+request's ``EvaluationStatus`` (``not_sampled``, ``unscorable``, ``dropped``,
+``failed``, ``timeout``). Per metric its sum equals that of ``ragas.evaluations``.
+
+``ragas.internal_errors`` reads ``ragas_trace._internal_errors``: our own failures,
+swallowed so the app never sees them, by the place they were caught (``where``).
+Anything but zero is a bug of ours.
 
 ``ragas.verdicts`` counts each scored metric of a scored request as ``label`` =
 ``pass`` / ``fail`` against the thresholds of the judge that scored it: the spans'
@@ -59,9 +72,10 @@ from collections.abc import Callable, Iterable, Mapping
 
 from opentelemetry.metrics import CallbackOptions, Meter, MeterProvider, Observation
 
+from ragas_trace._internal_errors import internal_error_counts
 from ragas_trace.exporters.label_cap import LabelCap
 from ragas_trace.exporters.score_attributes import verdict
-from ragas_trace.results import Metric, MetricStatus
+from ragas_trace.results import Metric, MetricStatus, Scores
 from ragas_trace.scorer.outcome import EvaluationStatus, Outcome
 
 METER_NAME = "ragas_trace"
@@ -94,6 +108,9 @@ class ScorerMetrics:
             description="sum of the squared faithfulness scores of scored requests")
         self._evaluations = meter.create_counter(
             "ragas.evaluations", description="RAG requests by evaluation status")
+        self._metric_evaluations = meter.create_counter(
+            "ragas.metric.evaluations",
+            description="each metric of each RAG request, by what became of it")
         self._verdicts = meter.create_counter(
             "ragas.verdicts",
             description="scored metrics by pass / fail against the scoring judge's thresholds")
@@ -129,6 +146,9 @@ class ScorerMetrics:
         meter.create_observable_gauge("ragas.scorer.queue_size",
                                       callbacks=[self._observe_queued],
                                       description="records waiting for the judge")
+        meter.create_observable_counter(
+            "ragas.internal_errors", callbacks=[_observe_internal_errors],
+            description="ragas-trace's own failures, swallowed (a bug of ours), by place")
 
     def observe(self, held: Callable[[], int], queued: Callable[[], int]) -> None:
         self._held = held
@@ -139,6 +159,7 @@ class ScorerMetrics:
         """``thresholds``: the judge's pass thresholds, for ``ragas.verdicts``."""
         attrs = {"service": self.service, "app": self._app(app, count=True), "judge": judge}
         self._evaluations.add(1, {**attrs, "status": str(outcome.status)})
+        self._count_metrics(outcome.status, outcome.scores)
         reason = faithfulness_gap(outcome)
         if reason is not None:
             self._faithfulness_unscored.add(1, {**attrs, "reason": reason})
@@ -171,6 +192,13 @@ class ScorerMetrics:
     def not_scored(self, status: EvaluationStatus, app: str | None, judge: str) -> None:
         self._evaluations.add(1, {"service": self.service, "app": self._app(app, count=True),
                                   "judge": judge, "status": str(status)})
+        self._count_metrics(status, None)
+
+    def _count_metrics(self, status: EvaluationStatus, scores: Scores | None) -> None:
+        """Each metric once: its own status when the judge ran, else the request's."""
+        for metric in Metric:
+            which = scores.result(metric).status if scores is not None else status
+            self._metric_evaluations.add(1, {"metric": str(metric), "status": str(which)})
 
     def faithfulness_unscored(self, reason: str, app: str | None, judge: str) -> None:
         """A request the judge was not asked about (no question, partial stream)."""
@@ -200,6 +228,11 @@ class ScorerMetrics:
 
     def _observe_queued(self, options: CallbackOptions) -> Iterable[Observation]:
         yield Observation(self._queued())
+
+
+def _observe_internal_errors(options: CallbackOptions) -> Iterable[Observation]:
+    for where, count in internal_error_counts().items():
+        yield Observation(count, {"where": where})
 
 
 def faithfulness_gap(outcome: Outcome) -> str | None:
