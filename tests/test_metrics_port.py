@@ -113,3 +113,33 @@ def test_a_dead_processs_counts_stay_and_its_gauges_go(tmp_path: Path):
     assert merged["ragas_scorer_dropped_total"] == 2.0
     assert merged.get("ragas_held_spans", 0.0) == 0.0  # not 10: nobody holds anything
     assert not list(tmp_path.glob("gauge_livesum_*.db"))
+
+
+_FAILS = textwrap.dedent("""
+    import ragas_trace
+    from ragas_trace._internal_errors import record_internal_error
+    from ragas_trace.testing.scripted_judge import ScriptedJudge
+    rt = ragas_trace.setup(service_name="svc", judge=ScriptedJudge(), metrics_port=0,
+                           exporter="none")
+    record_internal_error("test.forced", RuntimeError("a bug of ours"))
+    record_internal_error("test.forced", RuntimeError("a bug of ours"))
+    meter = rt.meter_provider.get_meter("ragas_trace")
+    meter.refresh_gauges()  # what the refresher thread does every second
+    meter.refresh_gauges()  # the same totals again add nothing
+""")
+
+
+def test_internal_errors_of_every_worker_are_summed(tmp_path: Path):
+    from ragas_trace.exporters.multiprocess_metrics import MultiprocessCollector
+
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith(("RAGAS_TRACE_", "OTEL_", "PROMETHEUS_"))}
+    env["PYTHONPATH"] = os.pathsep.join([str(Path(ragas_trace.__file__).parents[1]),
+                                         env.get("PYTHONPATH", "")])
+    env["PROMETHEUS_MULTIPROC_DIR"] = str(tmp_path)
+    for _ in range(2):
+        subprocess.run([sys.executable, "-c", _FAILS], env=env, timeout=60, check=True)
+    merged = {(s.name, tuple(sorted(s.labels.items()))): s.value
+              for family in MultiprocessCollector(str(tmp_path)).collect()
+              for s in family.samples}
+    assert merged[("ragas_internal_errors_total", (("where", "test.forced"),))] == 4.0

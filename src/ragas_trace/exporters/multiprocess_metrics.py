@@ -34,7 +34,9 @@ from opentelemetry.metrics import (
     NoOpCounter,
     NoOpHistogram,
     NoOpMeter,
+    NoOpObservableCounter,
     NoOpObservableGauge,
+    ObservableCounter,
     ObservableGauge,
 )
 from opentelemetry.util.types import Attributes
@@ -107,17 +109,39 @@ class _Histogram(NoOpHistogram):
         self._meter.recorded()
 
 
+class _ObservedCounter:
+    """An observable counter as a prometheus_client counter: each refresh adds what
+    the callbacks' totals grew by since the last, so a dead worker's counts stay."""
+
+    def __init__(self, family: _Family, callbacks: Sequence[CallbackT]) -> None:
+        self._family = family
+        self._callbacks = callbacks
+        self._last: dict[tuple[tuple[str, str], ...], float] = {}
+
+    def refresh(self) -> None:
+        for callback in self._callbacks:
+            observations: Iterable[Any] = callback(CallbackOptions())  # type: ignore[operator]
+            for observation in observations:
+                attrs = dict(observation.attributes or {})
+                key = tuple(sorted((k, str(v)) for k, v in attrs.items()))
+                grown = observation.value - self._last.get(key, 0.0)
+                self._last[key] = observation.value
+                if grown > 0:  # a reset (tests only) is not a negative count
+                    self._family.child(attrs).inc(grown)
+
+
 class MultiprocessMeter(NoOpMeter):
-    """Counters, histograms and observable gauges over prometheus_client's
-    multiprocess values; other instruments are no-ops (the scorer uses none).
-    A process cannot call another's callbacks at scrape time, so each process
-    writes its gauges' values every ``GAUGE_INTERVAL_S`` from a daemon thread,
-    started with its first record (again in a forked child, which has no threads):
-    a worker that never recorded anything holds nothing."""
+    """Counters, histograms, observable gauges and observable counters over
+    prometheus_client's multiprocess values; other instruments are no-ops (the
+    scorer uses none). A process cannot call another's callbacks at scrape time, so
+    each process writes its observed values every ``GAUGE_INTERVAL_S`` from a daemon
+    thread, started with its first record (again in a forked child, which has no
+    threads): a worker that never recorded anything holds nothing."""
 
     def __init__(self, name: str) -> None:
         super().__init__(name)
         self._gauges: list[tuple[Any, Sequence[CallbackT]]] = []
+        self._observed_counters: list[_ObservedCounter] = []
         self._refresher_pid: int | None = None
         self._lock = threading.Lock()
 
@@ -149,11 +173,22 @@ class MultiprocessMeter(NoOpMeter):
         self._gauges.append((gauge, tuple(callbacks or ())))
         return NoOpObservableGauge(name, callbacks, unit, description)
 
+    def create_observable_counter(self, name: str,
+                                  callbacks: Sequence[CallbackT] | None = None,
+                                  unit: str = "", description: str = "") -> ObservableCounter:
+        from prometheus_client import Counter as PromCounter
+
+        metric = prometheus_name(name, unit)
+        family = _Family(lambda keys: PromCounter(metric, description or name, keys,
+                                                  registry=None))
+        self._observed_counters.append(_ObservedCounter(family, tuple(callbacks or ())))
+        return NoOpObservableCounter(name, callbacks, unit, description)
+
     def recorded(self) -> None:
         """Called on every record (some on the app's thread, so no more than a pid
         check): starts the refresher if this process has none yet."""
         pid = os.getpid()
-        if self._refresher_pid != pid and self._gauges:
+        if self._refresher_pid != pid and (self._gauges or self._observed_counters):
             with self._lock:
                 if self._refresher_pid != pid:
                     self._refresher_pid = pid
@@ -175,6 +210,8 @@ class MultiprocessMeter(NoOpMeter):
                 observations: Iterable[Any] = callback(CallbackOptions())  # type: ignore[operator]
                 for observation in observations:
                     gauge.set(observation.value)
+        for counter in self._observed_counters:
+            counter.refresh()
 
 
 class MultiprocessMeterProvider(MeterProvider):
