@@ -8,6 +8,7 @@ in span attributes: our own collectors and OpenInference instrumentations
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
@@ -177,7 +178,7 @@ def _documents(attrs: Mapping[str, Any], prefix: str) -> list[Context]:
         docs.append(Context(
             content=content if isinstance(content, str) else "",
             id=str(doc_id) if doc_id is not None else None,
-            score=float(score) if isinstance(score, int | float) else None,
+            score=_score(score),
             metadata=_json_object(attrs.get(sc.document_key(i, sc.DOCUMENT_METADATA, prefix))),
         ))
         i += 1
@@ -253,9 +254,8 @@ def _text_from(value: Any, keys: Sequence[str], role: str) -> str | None:
         return None
     stripped = value.strip()
     if stripped[:1] in ("{", "["):
-        try:
-            decoded = json.loads(stripped)
-        except ValueError:
+        decoded = _loads(stripped)
+        if decoded is _NOT_JSON:
             return value
         found = _find_text(decoded, keys, role, depth=0)
         return found if found is not None else value
@@ -290,6 +290,31 @@ def _find_text(obj: Any, keys: Sequence[str], role: str, depth: int) -> str | No
     return None
 
 
+def _score(value: Any) -> float | None:
+    """A retriever's score as a finite float; None for what is not one (text, NaN,
+    infinity, or a JSON integer past a float's range)."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    try:
+        score = float(value)
+    except OverflowError:
+        return None
+    return score if math.isfinite(score) else None
+
+
+_NOT_JSON = object()
+
+
+def _loads(text: str) -> Any:
+    """The JSON value of ``text``, or ``_NOT_JSON``. JSON nested past the interpreter's
+    recursion limit (``[[[[...]]]]`` 10,000 deep) is not JSON to us: the decoder
+    recurses once per level and raises ``RecursionError``, not ``ValueError``."""
+    try:
+        return json.loads(text)
+    except (ValueError, RecursionError):
+        return _NOT_JSON
+
+
 def _usage_of(attrs: Mapping[str, Any]) -> tuple[int, int] | None:
     prompt = attrs.get(sc.LLM_TOKEN_COUNT_PROMPT, attrs.get(sc.GEN_AI_USAGE_INPUT_TOKENS))
     completion = attrs.get(sc.LLM_TOKEN_COUNT_COMPLETION, attrs.get(sc.GEN_AI_USAGE_OUTPUT_TOKENS))
@@ -300,12 +325,7 @@ def _usage_of(attrs: Mapping[str, Any]) -> tuple[int, int] | None:
 
 
 def _json_object(value: Any) -> Mapping[str, Any] | None:
-    if not isinstance(value, str):
-        return None
-    try:
-        decoded = json.loads(value)
-    except ValueError:
-        return None
+    decoded = _loads(value) if isinstance(value, str) else None
     return decoded if isinstance(decoded, dict) else None
 
 
@@ -319,10 +339,7 @@ def _openllmetry_documents(value: Any) -> list[Context]:
     """OpenLLMetry serialises a retriever's result as JSON of LangChain Documents."""
     if not isinstance(value, str):
         return []
-    try:
-        decoded = json.loads(value)
-    except ValueError:
-        return []
+    decoded = _loads(value)
     if isinstance(decoded, Mapping):
         decoded = decoded.get("outputs", decoded.get("documents", decoded))
     if not isinstance(decoded, list):
@@ -335,7 +352,8 @@ def _openllmetry_documents(value: Any) -> list[Context]:
         if isinstance(item, Mapping) and isinstance(item.get("node"), Mapping):
             docs.extend(_node_with_score(item))
         elif isinstance(item, Mapping):
-            body = item.get("kwargs", item)
+            kwargs = item.get("kwargs")
+            body = kwargs if isinstance(kwargs, Mapping) else item
             content = body.get("page_content", body.get("text", body.get("content")))
             if isinstance(content, str):
                 meta = body.get("metadata")
@@ -357,5 +375,5 @@ def _node_with_score(item: Mapping[str, Any]) -> list[Context]:
     meta = node.get("metadata")
     node_id = node.get("id_")
     return [Context(text, id=str(node_id) if node_id else None,
-                    score=float(score) if isinstance(score, int | float) else None,
+                    score=_score(score),
                     metadata=meta if isinstance(meta, Mapping) else None)]
