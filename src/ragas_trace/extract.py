@@ -8,7 +8,6 @@ in span attributes: our own collectors and OpenInference instrumentations
 from __future__ import annotations
 
 import json
-import math
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
@@ -16,7 +15,7 @@ from opentelemetry.sdk.trace import ReadableSpan
 
 from ragas_trace import semconv as sc
 from ragas_trace._chat_json import latest_text
-from ragas_trace.record import Context, RagRecord
+from ragas_trace.record import Context, RagRecord, passage_score
 
 # ``str_or_query_bundle``: OpenLLMetry's LlamaIndex spans record a query engine's
 # bound arguments, a string or a QueryBundle (whose ``query_str`` is then found).
@@ -178,7 +177,7 @@ def _documents(attrs: Mapping[str, Any], prefix: str) -> list[Context]:
         docs.append(Context(
             content=content if isinstance(content, str) else "",
             id=str(doc_id) if doc_id is not None else None,
-            score=_score(score),
+            score=passage_score(score),
             metadata=_json_object(attrs.get(sc.document_key(i, sc.DOCUMENT_METADATA, prefix))),
         ))
         i += 1
@@ -290,18 +289,6 @@ def _find_text(obj: Any, keys: Sequence[str], role: str, depth: int) -> str | No
     return None
 
 
-def _score(value: Any) -> float | None:
-    """A retriever's score as a finite float; None for what is not one (text, NaN,
-    infinity, or a JSON integer past a float's range)."""
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        return None
-    try:
-        score = float(value)
-    except OverflowError:
-        return None
-    return score if math.isfinite(score) else None
-
-
 _NOT_JSON = object()
 
 
@@ -375,5 +362,5 @@ def _node_with_score(item: Mapping[str, Any]) -> list[Context]:
     meta = node.get("metadata")
     node_id = node.get("id_")
     return [Context(text, id=str(node_id) if node_id else None,
-                    score=_score(score),
+                    score=passage_score(score),
                     metadata=meta if isinstance(meta, Mapping) else None)]

@@ -3,9 +3,22 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
+
+
+def passage_score(value: Any) -> float | None:
+    """A retriever's score as a finite float; None for what is not one (text, a
+    boolean, NaN, infinity, an integer past a float's range)."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    try:
+        score = float(value)
+    except OverflowError:
+        return None
+    return score if math.isfinite(score) else None
 
 
 @dataclass(frozen=True, slots=True)
@@ -93,7 +106,7 @@ class RagRecord:
                 contexts.append(Context(
                     item["content"],
                     id=str(item["id"]) if item.get("id") is not None else None,
-                    score=float(score) if isinstance(score, int | float) else None,
+                    score=passage_score(score),
                     metadata=item.get("metadata") if isinstance(item.get("metadata"), Mapping)
                     else None,
                 ))
