@@ -30,7 +30,9 @@ recorded too.
 
 Accounting (asserted, never estimated): per stream, requests in = the sum of
 ``ragas_evaluations_total`` over its statuses (scored, not_sampled, unscorable,
-failed, timeout, dropped) read from the real /metrics endpoint;
+failed, timeout, dropped) read from the real /metrics endpoint, and per metric the
+sum of ``ragas_metric_evaluations_total`` over its statuses (its ``scored`` equal to
+the metric's histogram count); no ``ragas_internal_errors_total``;
 ``ragas_scorer_dropped_total`` by reason (hold_timeout aside: those spans left
 unscored, and their request is counted when the judge answers) equals the dropped
 status; for the gateway, OTLP requests refused (non-200 answers) equal
@@ -60,6 +62,7 @@ from typing import Any
 
 _MIB = 1 << 20
 SAMPLE_RATE = 0.5
+METRICS = ("faithfulness", "answer_relevance", "context_relevance")
 # Bounds the figures are judged by (the full run: per hour, after warm-up).
 RSS_SLOPE_MIB_H = 2.0
 HEAP_SLOPE_MIB_H = 1.0
@@ -180,10 +183,10 @@ def total(samples: dict[tuple[str, tuple[tuple[str, str], ...]], float], name: s
 
 
 def by_label(samples: dict[tuple[str, tuple[tuple[str, str], ...]], float], name: str,
-             label: str) -> dict[str, int]:
+             label: str, **match: str) -> dict[str, int]:
     out: dict[str, int] = {}
     for (n, labels), v in samples.items():
-        if n == name and v:
+        if n == name and v and all(dict(labels).get(k) == w for k, w in match.items()):
             key = dict(labels).get(label, "")
             out[key] = out.get(key, 0) + int(v)
     return out
@@ -465,8 +468,14 @@ def account(m: dict[tuple[str, tuple[tuple[str, str], ...]], float],
     statuses = by_label(m, "ragas_evaluations_total", "status")
     dropped = by_label(m, "ragas_scorer_dropped_total", "reason")
     hold_timeouts = dropped.pop("hold_timeout", 0)
-    per_metric = {metric: {"scored": int(total(m, f"ragas_{metric}_count"))}
-                  for metric in ("faithfulness", "answer_relevance", "context_relevance")}
+    per_metric: dict[str, dict[str, Any]] = {}
+    for metric in METRICS:
+        by_status = by_label(m, "ragas_metric_evaluations_total", "status", metric=metric)
+        per_metric[metric] = {
+            "by_status": by_status, "unaccounted": requests_in - sum(by_status.values()),
+            # The histogram's count is the same scored values, counted apart.
+            "scored_matches_histogram": by_status.get("scored", 0) == int(
+                total(m, f"ragas_{metric}_count"))}
     per_metric["faithfulness"]["unscored"] = by_label(m, "ragas_faithfulness_unscored_total",
                                                       "reason")
     counted = sum(statuses.values())
@@ -478,6 +487,7 @@ def account(m: dict[tuple[str, tuple[tuple[str, str], ...]], float],
         "per_metric": per_metric,
         "unaccounted": requests_in - counted,
         "dropped_matches_reasons": statuses.get("dropped", 0) == sum(dropped.values()),
+        "internal_errors": by_label(m, "ragas_internal_errors_total", "where"),
     }
 
 
@@ -692,6 +702,15 @@ def failures(report: dict[str, Any], short: bool) -> list[str]:
         if acc["unaccounted"] != 0:
             bad.append(f"{name}: {acc['unaccounted']} requests unaccounted ({acc['requests_in']} "
                        f"in, counted {acc['by_status']})")
+        for metric, counts in acc["per_metric"].items():
+            if counts["unaccounted"] != 0:
+                bad.append(f"{name}: {metric}: {counts['unaccounted']} requests unaccounted "
+                           f"({acc['requests_in']} in, counted {counts['by_status']})")
+            if not counts["scored_matches_histogram"]:
+                bad.append(f"{name}: {metric}: scored {counts['by_status'].get('scored', 0)} "
+                           f"!= ragas_{metric}_count")
+        if acc["internal_errors"]:
+            bad.append(f"{name}: internal errors counted: {acc['internal_errors']}")
         if not acc["dropped_matches_reasons"]:
             bad.append(f"{name}: dropped status {acc['by_status'].get('dropped', 0)} != "
                        f"dropped reasons {acc['dropped_by_reason']}")

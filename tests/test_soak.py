@@ -1,7 +1,8 @@
 """The short soak (issue 30): bench/soak.py for 3 minutes, every phase of the full run
 scaled down (warm-up, steady, a judge that answers slowly and then 429 with
 Retry-After, recovery), with the full run's invariants: every request accounted for
-from the /metrics endpoints, nothing held at the end, and no growth beyond the stated
+from the /metrics endpoints (per request and per metric), no internal error counted
+there, nothing held at the end, and no growth beyond the stated
 bounds from the end of warm-up to the end. No timing is asserted."""
 
 import json
@@ -38,6 +39,15 @@ def test_a_short_soak_stays_flat_and_accounts_for_every_request(tmp_path: Path) 
         statuses = acc["by_status"]
         assert statuses.get("scored", 0) > 0 and statuses.get("not_sampled", 0) > 0, statuses
         assert acc["dropped_matches_reasons"], acc
+        # Per metric, read back from ragas_metric_evaluations_total: every request once.
+        assert set(acc["per_metric"]) == {"faithfulness", "answer_relevance",
+                                          "context_relevance"}
+        for metric, counts in acc["per_metric"].items():
+            assert counts["unaccounted"] == 0, (name, metric, counts)
+            assert sum(counts["by_status"].values()) == acc["requests_in"], (name, metric)
+            assert counts["by_status"].get("not_sampled", 0) == statuses["not_sampled"]
+            assert counts["scored_matches_histogram"], (name, metric, counts)
+        assert acc["internal_errors"] == {}, (name, acc["internal_errors"])
     for name in ("app_local", "app_llm"):
         sent = accounting[name]["sent"]
         assert {"ordinary", "huge", "malformed:retriever", "malformed:model",
