@@ -32,7 +32,8 @@ request's ``EvaluationStatus`` (``not_sampled``, ``unscorable``, ``dropped``,
 
 ``ragas.internal_errors`` reads ``ragas_trace._internal_errors``: our own failures,
 swallowed so the app never sees them, by the place they were caught (``where``).
-Anything but zero is a bug of ours.
+The count is the process's: two pipelines in one process report the same. Anything
+but zero is a bug of ours.
 
 ``ragas.verdicts`` counts each scored metric of a scored request as ``label`` =
 ``pass`` / ``fail`` against the thresholds of the judge that scored it: the spans'
