@@ -39,6 +39,14 @@ def cases(rows: list[dict[str, Any]]) -> dict[str, tuple[str, list[str], str]]:
         "context_100k_answer_20k": (first["question"], [joined[:HUGE_CONTEXT]], answer),
         "context_over_bound": (first["question"], [joined[:MAX_CONTEXT_CHARS + 1]],
                                first["gt_answer"]),
+        # Text no one writes but anyone can send: each once took seconds to minutes
+        # in a regex or splitter tried from every position of a long run.
+        "question_20k_spaces": (first["question"] + " " * 20_000 + "?", [first["context"]],
+                                first["gt_answer"]),
+        "answer_20k_spaces": (first["question"], [first["context"]],
+                              first["gt_answer"] + " " * 20_000 + "."),
+        "context_33k_tiny_sentences": (first["question"], ["Ab. " * 33_000 + first["context"]],
+                                       first["gt_answer"]),
     }
 
 
