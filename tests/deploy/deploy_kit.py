@@ -20,7 +20,8 @@ EXPORTED_SERIES = frozenset(
     {f"{h}_{suffix}" for h in _HISTOGRAMS for suffix in ("bucket", "sum", "count")}
     | {"ragas_evaluations_total", "ragas_verdicts_total", "ragas_faithfulness_unscored_total",
        "ragas_scorer_dropped_total", "ragas_held_spans", "ragas_scorer_queue_size",
-       "ragas_faithfulness_squares_total", "ragas_judge_cost_usd_total"}
+       "ragas_faithfulness_squares_total", "ragas_judge_cost_usd_total",
+       "ragas_internal_errors_total", "ragas_metric_evaluations_total"}
 )
 _METRIC_NAME = re.compile(r"\b(ragas_[a-z_]+)\b")
 _RECORDED_NAME = re.compile(r"\bragas:[a-z_]+(?::\w+)?")

@@ -12,7 +12,7 @@ from deploy_kit import (
 )
 
 ALERTS = {"RagasFaithfulnessLow", "RagasFaithfulnessDrop", "RagasEvaluationFailuresHigh",
-          "RagasScorerDroppingWork"}
+          "RagasScorerDroppingWork", "RagasInternalErrors"}
 PACKAGED = (DEPLOY.parent / "src" / "ragas_trace" / "alerting" / "data" / "ragas-alerts.yml")
 _GROUPING = re.compile(r"\b(?:sum|max|min|avg|count) by \(([^)]*)\)")
 
