@@ -45,10 +45,12 @@ def test_the_shipped_rules_page_on_a_large_drop(capsys: pytest.CaptureFixture[st
     alerts = _simulate(capsys, promtool, "--runs", "3", "--steady-days", "1",
                        "--scored-per-s", "1", "--drop", "0.5", "--seed", "3")
     assert set(alerts) == {"RagasFaithfulnessDrop", "RagasFaithfulnessLow",
-                           "RagasEvaluationFailuresHigh", "RagasScorerDroppingWork"}
+                           "RagasEvaluationFailuresHigh", "RagasScorerDroppingWork",
+                           "RagasInternalErrors"}
     drop = alerts["RagasFaithfulnessDrop"]
     assert drop["detected"] == 3 and drop["p90_min"] <= 10
     assert alerts["RagasScorerDroppingWork"]["detected"] == 0
+    assert alerts["RagasInternalErrors"]["detected"] == 0
 
 
 def test_bad_input_is_a_clear_error(capsys: pytest.CaptureFixture[str], promtool: str,
