@@ -97,14 +97,21 @@ _DIES = textwrap.dedent("""
 """)
 
 
-def test_a_dead_processs_counts_stay_and_its_gauges_go(tmp_path: Path):
-    from ragas_trace.exporters.multiprocess_metrics import MultiprocessCollector
-
+def _worker_env(multiproc_dir: Path) -> dict[str, str]:
+    """A pre-fork worker's environment: this checkout's ragas_trace, the shared
+    multiprocess folder, none of our settings from the test run."""
     env = {k: v for k, v in os.environ.items()
            if not k.startswith(("RAGAS_TRACE_", "OTEL_", "PROMETHEUS_"))}
     env["PYTHONPATH"] = os.pathsep.join([str(Path(ragas_trace.__file__).parents[1]),
                                          env.get("PYTHONPATH", "")])
-    env["PROMETHEUS_MULTIPROC_DIR"] = str(tmp_path)
+    env["PROMETHEUS_MULTIPROC_DIR"] = str(multiproc_dir)
+    return env
+
+
+def test_a_dead_processs_counts_stay_and_its_gauges_go(tmp_path: Path):
+    from ragas_trace.exporters.multiprocess_metrics import MultiprocessCollector
+
+    env = _worker_env(tmp_path)
     for _ in range(2):  # two workers that lived and died
         subprocess.run([sys.executable, "-c", _DIES], env=env, timeout=60, check=True)
     assert len(list(tmp_path.glob("gauge_livesum_*.db"))) == 2
@@ -132,11 +139,7 @@ _FAILS = textwrap.dedent("""
 def test_internal_errors_of_every_worker_are_summed(tmp_path: Path):
     from ragas_trace.exporters.multiprocess_metrics import MultiprocessCollector
 
-    env = {k: v for k, v in os.environ.items()
-           if not k.startswith(("RAGAS_TRACE_", "OTEL_", "PROMETHEUS_"))}
-    env["PYTHONPATH"] = os.pathsep.join([str(Path(ragas_trace.__file__).parents[1]),
-                                         env.get("PYTHONPATH", "")])
-    env["PROMETHEUS_MULTIPROC_DIR"] = str(tmp_path)
+    env = _worker_env(tmp_path)
     for _ in range(2):
         subprocess.run([sys.executable, "-c", _FAILS], env=env, timeout=60, check=True)
     merged = {(s.name, tuple(sorted(s.labels.items()))): s.value

@@ -35,14 +35,6 @@ def _plain(err: str) -> None:
     assert "Traceback" not in err, err
 
 
-@pytest.fixture
-def judge(monkeypatch: pytest.MonkeyPatch) -> ScriptedJudge:
-    """What --judge local resolves to: a scripted judge (the input handling is tested
-    here, not a judge)."""
-    scripted = ScriptedJudge(0.8)
-    monkeypatch.setattr("ragas_trace.judges.resolve_judge", lambda spec=None: scripted)
-    return scripted
-
 
 def test_a_line_that_is_not_utf8_is_reported_with_file_and_line_and_the_rest_scored(
         judge: ScriptedJudge, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

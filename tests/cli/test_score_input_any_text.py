@@ -58,14 +58,6 @@ _LINES = st.one_of(
 ).map(lambda line: line.replace(b"\n", b" "))
 
 
-@pytest.fixture
-def judge(monkeypatch: pytest.MonkeyPatch) -> ScriptedJudge:
-    """What --judge local resolves to: a scripted judge (the input handling is tested
-    here, not a judge)."""
-    scripted = ScriptedJudge(0.8)
-    monkeypatch.setattr("ragas_trace.judges.resolve_judge", lambda spec=None: scripted)
-    return scripted
-
 
 def _blank(number: int, line: bytes) -> bool:
     """A line the command passes over in silence (documented: blank lines)."""
