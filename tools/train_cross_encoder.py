@@ -595,7 +595,8 @@ def main() -> int:
 
         model, training = train(pairs, model_dir, tok, config, progress=progress)
         write_card(training=training)
-        sample = [(p.statement, p.window) for p in random.Random(config.seed).sample(pairs, 64)]
+        sample = [(p.statement, p.window)
+                  for p in random.Random(config.seed).sample(pairs, min(64, len(pairs)))]
         write_card(onnx=export(model, tok, args.out, sample))
         test_items = [i for i in prepared.items if i.fold == TEST_FOLD]
         scorer = OnnxScorer(args.out / "cross_encoder.onnx", tok)
