@@ -5,6 +5,7 @@ receiver."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import socket
@@ -55,8 +56,11 @@ def child_env(receiver: OtlpHttpReceiver, judge: FakeOpenAIServer,
 
 
 def start(args: list[str], env: dict[str, str]) -> subprocess.Popen[str]:
+    # Its own process group: the app and the pool workers it forks, which finish()
+    # can stop together if one outlives the app holding its pipes.
     return subprocess.Popen([sys.executable, *args], env=env, text=True,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=APP.parent)
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=APP.parent,
+                            start_new_session=True)
 
 
 def wait_ready(child: subprocess.Popen[str]) -> None:
@@ -69,9 +73,10 @@ def finish(child: subprocess.Popen[str]) -> tuple[int, str]:
     try:
         _, err = child.communicate(timeout=60)
     except subprocess.TimeoutExpired:
-        child.kill()
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(child.pid, signal.SIGKILL)
         _, err = child.communicate()
-        pytest.fail(f"the child did not end: {err}")
+        pytest.fail(f"the child or a process it forked did not end: {err}")
     return child.returncode, err
 
 
