@@ -13,6 +13,8 @@ import threading
 import time
 from collections.abc import Callable
 
+from ragas_trace import _thread_signals
+
 logger = logging.getLogger("ragas_trace")
 
 
@@ -35,7 +37,7 @@ def call_within(call: Callable[[], object], timeout_s: float, what: str) -> bool
 
     try:
         thread = threading.Thread(target=run, name=f"ragas-trace-{what}", daemon=True)
-        thread.start()
+        _thread_signals.start(thread)
     except RuntimeError:  # no new threads this late in interpreter shutdown
         run()
         return outcome[0]

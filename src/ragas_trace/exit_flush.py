@@ -39,6 +39,8 @@ from collections.abc import Callable
 from types import FrameType
 from typing import TYPE_CHECKING, Any
 
+from ragas_trace import _thread_signals
+
 if TYPE_CHECKING:
     from ragas_trace.setup import RagasTrace
 
@@ -173,7 +175,7 @@ def _on_sigterm(signum: int, frame: FrameType | None) -> None:
     # own locks; then the flush waits for nothing longer than its bound.
     flusher = threading.Thread(target=_flush_all, args=(watched,), daemon=True,
                                name="ragas-trace-sigterm")
-    flusher.start()
+    _thread_signals.start(flusher)
     flusher.join(sum(rt.settings.exit_grace_s + EXIT_EXPORT_S for rt in watched) + 0.5)
     _real_signal(signal.SIGTERM, signal.SIG_DFL)
     signal.raise_signal(signal.SIGTERM)

@@ -30,6 +30,8 @@ from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import ConsoleSpanExporter, SpanExporter
 
+from ragas_trace import _thread_signals
+
 if TYPE_CHECKING:
     from opentelemetry.sdk._logs.export import LogRecordExporter
 
@@ -151,7 +153,9 @@ def otlp_logger_provider(resource: Resource, endpoint: str | None = None) -> Log
     processor drops, and logs that it drops, what does not fit). Its owner shuts it
     down (no exit hook of its own: the exit path flushes it after the judge)."""
     provider = LoggerProvider(resource=resource, shutdown_on_exit=False)
-    provider.add_log_record_processor(BatchLogRecordProcessor(otlp_log_exporter(endpoint)))
+    with _thread_signals.app_signals_blocked():  # the SDK processor's thread
+        processor = BatchLogRecordProcessor(otlp_log_exporter(endpoint))
+    provider.add_log_record_processor(processor)
     return provider
 
 
@@ -221,5 +225,7 @@ def otlp_meter_provider(resource: Resource) -> MeterProvider:
     from opentelemetry.sdk.metrics.export import PeriodicExportingMetricReader
 
     exporter = otlp_metric_exporter()
-    return MeterProvider(metric_readers=[PeriodicExportingMetricReader(exporter)],
+    with _thread_signals.app_signals_blocked():  # the SDK reader's thread
+        reader = PeriodicExportingMetricReader(exporter)
+    return MeterProvider(metric_readers=[reader],
                          resource=resource)

@@ -31,10 +31,12 @@ def own_handler(signum: int, frame: FrameType | None) -> None:
     sys.exit(3)
 
 
-# Ctrl-C as in a terminal: a shell's background job (a CI script run with `&`) starts
-# with SIGINT ignored, which Python then leaves ignored, and the Ctrl-C test would wait
-# for nothing.
+# Ctrl-C as in a terminal. A shell's background job (a CI script run with `&`) starts
+# with SIGINT ignored, which Python leaves ignored; a runner may also start us with it
+# blocked (the mask survives exec, and every thread inherits it): either way the Ctrl-C
+# test would wait for nothing.
 signal.signal(signal.SIGINT, signal.default_int_handler)
+signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
 if sys.argv[1:2] == ["own"]:
     signal.signal(signal.SIGTERM, own_handler)
 rt = ragas_trace.setup(service_name="exit-test", judge="openai", exporter="otlp")

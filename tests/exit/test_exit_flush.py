@@ -69,14 +69,29 @@ def wait_ready(child: subprocess.Popen[str]) -> None:
     assert line.strip() == "ready", child.stderr.read() if child.stderr else line
 
 
+def signal_masks(pid: int) -> str:
+    """Each thread's name and its blocked, ignored and caught signals, to say why a
+    child did not take a signal."""
+    lines = []
+    for task in sorted(Path(f"/proc/{pid}/task").glob("*")):
+        with contextlib.suppress(OSError):
+            status = dict(line.split(":", 1) for line in
+                          (task / "status").read_text().splitlines() if ":" in line)
+            lines.append(" ".join(f"{key}={status.get(key, '').strip()}" for key in
+                                  ("Name", "State", "SigPnd", "ShdPnd", "SigBlk", "SigIgn",
+                                   "SigCgt")))
+    return "\n".join(lines)
+
+
 def finish(child: subprocess.Popen[str]) -> tuple[int, str]:
     try:
         _, err = child.communicate(timeout=60)
     except subprocess.TimeoutExpired:
+        masks = signal_masks(child.pid)
         with contextlib.suppress(ProcessLookupError):
             os.killpg(child.pid, signal.SIGKILL)
         _, err = child.communicate()
-        pytest.fail(f"the child or a process it forked did not end: {err}")
+        pytest.fail(f"the child or a process it forked did not end: {err}\n{masks}")
     return child.returncode, err
 
 

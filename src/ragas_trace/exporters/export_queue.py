@@ -33,6 +33,7 @@ from opentelemetry.context import Context
 from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor
 from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
 
+from ragas_trace import _thread_signals
 from ragas_trace._deadline import call_within, remaining
 from ragas_trace._settings import Setting, integer, number, resolve
 
@@ -97,7 +98,7 @@ class ExportQueue(SpanProcessor):
         self._aborted = False
         self._worker = threading.Thread(target=self._work, name="ragas-trace-export",
                                         daemon=True)
-        self._worker.start()
+        _thread_signals.start(self._worker)
 
     # -- SpanProcessor ---------------------------------------------------------------
 

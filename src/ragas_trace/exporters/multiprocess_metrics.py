@@ -41,6 +41,7 @@ from opentelemetry.metrics import (
 )
 from opentelemetry.util.types import Attributes
 
+from ragas_trace import _thread_signals
 from ragas_trace._internal_errors import record_internal_error
 
 MULTIPROC_DIR_ENV = "PROMETHEUS_MULTIPROC_DIR"
@@ -192,8 +193,8 @@ class MultiprocessMeter(NoOpMeter):
             with self._lock:
                 if self._refresher_pid != pid:
                     self._refresher_pid = pid
-                    threading.Thread(target=self._refresh_forever, name="ragas-trace-gauges",
-                                     daemon=True).start()
+                    _thread_signals.start(threading.Thread(
+                        target=self._refresh_forever, name="ragas-trace-gauges", daemon=True))
 
     def _refresh_forever(self) -> None:
         pid = os.getpid()

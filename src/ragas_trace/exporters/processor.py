@@ -27,6 +27,7 @@ from opentelemetry.sdk.trace.export import SpanExporter
 from opentelemetry.trace import Tracer
 from opentelemetry.util.types import AttributeValue
 
+from ragas_trace import _thread_signals
 from ragas_trace import semconv as sc
 from ragas_trace._deadline import call_within, remaining
 from ragas_trace._internal_errors import record_internal_error
@@ -137,7 +138,7 @@ class ScoringSpanProcessor(SpanProcessor):
     def _start_reaper(self) -> None:
         self._reaper = threading.Thread(target=self._reap, name="ragas-trace-hold-reaper",
                                         daemon=True)
-        self._reaper.start()
+        _thread_signals.start(self._reaper)
 
     @property
     def held_count(self) -> int:

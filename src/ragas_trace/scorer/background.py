@@ -30,6 +30,7 @@ from collections.abc import Callable
 
 from opentelemetry import context as otel_context
 
+from ragas_trace import _thread_signals
 from ragas_trace._internal_errors import record_internal_error
 from ragas_trace.judges.base import Judge
 from ragas_trace.record import RagRecord
@@ -188,7 +189,7 @@ class BackgroundScorer:
             self._loop = loop
             self._thread = threading.Thread(target=self._run_loop, args=(loop, ready),
                                             name="ragas-trace-scorer", daemon=True)
-            self._thread.start()
+            _thread_signals.start(self._thread)
             ready.wait()
         return self._loop
 

@@ -23,6 +23,7 @@ from typing import Protocol
 
 from opentelemetry import context as otel_context
 
+from ragas_trace import _thread_signals
 from ragas_trace.exporters.annotations.scores import ScoreAnnotation
 from ragas_trace.exporters.metrics import ScorerMetrics
 
@@ -119,7 +120,7 @@ class AnnotationQueue:
             if taken:
                 if not self._started:
                     self._started = True
-                    self._worker.start()
+                    _thread_signals.start(self._worker)
                 self._changed.notify_all()
         dropped = len(annotations) - len(taken)
         if dropped:
