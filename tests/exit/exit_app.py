@@ -24,6 +24,7 @@ from types import FrameType
 from typing import Any
 
 import ragas_trace
+from ragas_trace.testing.asgi import answer_lifespan
 from ragas_trace.testing.rag_spans import rag_request
 
 
@@ -72,13 +73,8 @@ def wsgi_app(environ: dict[str, Any], start_response: Any) -> list[bytes]:
 
 async def app(scope: dict[str, Any], receive: Any, send: Any) -> None:
     if scope["type"] == "lifespan":
-        while True:
-            message = await receive()
-            if message["type"] == "lifespan.startup":
-                await send({"type": "lifespan.startup.complete"})
-            elif message["type"] == "lifespan.shutdown":
-                await send({"type": "lifespan.shutdown.complete"})
-                return
+        await answer_lifespan(receive, send)
+        return
     rag_request(tracer)
     await send({"type": "http.response.start", "status": 200, "headers": []})
     await send({"type": "http.response.body", "body": b"ok"})

@@ -15,6 +15,7 @@ import os
 from typing import Any
 
 import ragas_trace
+from ragas_trace.testing.asgi import answer_lifespan
 from ragas_trace.testing.rag_spans import rag_request
 from ragas_trace.testing.scripted_judge import ScriptedJudge
 
@@ -35,13 +36,8 @@ def wsgi_app(environ: dict[str, Any], start_response: Any) -> list[bytes]:
 
 async def app(scope: dict[str, Any], receive: Any, send: Any) -> None:
     if scope["type"] == "lifespan":
-        while True:
-            message = await receive()
-            if message["type"] == "lifespan.startup":
-                await send({"type": "lifespan.startup.complete"})
-            elif message["type"] == "lifespan.shutdown":
-                await send({"type": "lifespan.shutdown.complete"})
-                return
+        await answer_lifespan(receive, send)
+        return
     body = one_request()
     await send({"type": "http.response.start", "status": 200, "headers": []})
     await send({"type": "http.response.body", "body": body})
