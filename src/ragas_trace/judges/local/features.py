@@ -279,10 +279,14 @@ MULTI_STATEMENTS = 3
 # Measurements that count only for answers of fewer statements ("<name>_single").
 SINGLE = ("mean_support", "min_support", "log_support", "answer_bigram_share", "min_local",
           "missing_facts", "mean_similarity", "verbatim_share")
+# What the answer model reads. Not the answer's exact coverage, its sentences' lowest,
+# nor its lowest support (below two parts, as ``_single``, it stays): fitted without
+# RAGTruth data-to-text, a model reading them ranked it below word overlap (AUROC
+# 0.666 against 0.723), without them 0.729; cross-validated, every set within 0.002.
 ANSWER_FEATURES = (
-    "word_overlap", "word_overlap_multi", "multi", "min_exact", "answer_exact_coverage",
-    "mean_support", "min_support", "log_support", "answer_bigram_share", "missing_facts",
-    "missing_distinct", *(f"{name}_single" for name in SINGLE),
+    "word_overlap", "word_overlap_multi", "multi", "mean_support", "log_support",
+    "answer_bigram_share", "missing_facts", "missing_distinct",
+    *(f"{name}_single" for name in SINGLE),
 )
 
 
@@ -305,8 +309,6 @@ def answer_evidence(statements: Sequence[str], features: Sequence[Mapping[str, f
         "word_overlap": overlap,
         "word_overlap_multi": overlap * multi,
         "multi": multi,
-        "answer_exact_coverage": (sum(1 for w in plain if w in evidence.words) / len(plain)
-                                  if plain else 1.0),
         "answer_bigram_share": (sum(1 for b in pairs if b in evidence.bigrams) / len(pairs)
                                 if pairs else 1.0),
         "missing_facts": math.log1p(sum(f["missing_names"] + f["missing_numbers"]
@@ -318,9 +320,6 @@ def answer_evidence(statements: Sequence[str], features: Sequence[Mapping[str, f
         # Statements the context holds word for word (a short answer: as written).
         "verbatim_share": sum(1 for s in statements if (wanted := folded(s).strip(" .!?。"))
                               and wanted in evidence.flat) / max(1, len(statements)),
-        "min_exact": min((f["exact_coverage"] for f in sentences),
-                         default=sum(1 for w in set(plain) if w in evidence.words)
-                         / max(1, len(set(plain)))),
     }
 
 
