@@ -141,8 +141,11 @@ def _snapshot() -> tracemalloc.Snapshot:
         (tracemalloc.Filter(False, tracemalloc.__file__),))
 
 
-def top_growth(before: tracemalloc.Snapshot, n: int = 8) -> list[dict[str, Any]]:
-    stats = _snapshot().compare_to(before, "lineno")
+def top_growth(before: tracemalloc.Snapshot, n: int = 12) -> list[dict[str, Any]]:
+    """The ``n`` lines whose allocations grew most since ``before`` (what shrank, such as
+    a huge request freed, is not a leak and would crowd them out)."""
+    stats = sorted((s for s in _snapshot().compare_to(before, "lineno") if s.size_diff > 0),
+                   key=lambda s: s.size_diff, reverse=True)
     return [{"where": str(s.traceback[0]), "size_diff_kib": round(s.size_diff / 1024, 1),
              "count_diff": s.count_diff} for s in stats[:n]]
 
