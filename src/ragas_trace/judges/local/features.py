@@ -280,7 +280,8 @@ MULTI_STATEMENTS = 3
 SINGLE = ("mean_support", "min_support", "log_support", "answer_bigram_share", "min_local",
           "missing_facts", "mean_similarity", "verbatim_share")
 # What the answer model reads. Not the answer's exact coverage, its sentences' lowest,
-# nor its lowest support (below two parts, as ``_single``, it stays): fitted without
+# nor its lowest support (for one or two statements, as ``min_support_single``, it
+# stays): fitted without
 # RAGTruth data-to-text, a model reading them ranked it below word overlap (AUROC
 # 0.666 against 0.723), without them 0.729; cross-validated, every set within 0.002.
 ANSWER_FEATURES = (
