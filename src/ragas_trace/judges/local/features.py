@@ -281,9 +281,9 @@ SINGLE = ("mean_support", "min_support", "log_support", "answer_bigram_share", "
           "missing_facts", "mean_similarity", "verbatim_share")
 # What the answer model reads. Not the answer's exact coverage, its sentences' lowest,
 # nor its lowest support (for one or two statements, as ``min_support_single``, it
-# stays): fitted without
-# RAGTruth data-to-text, a model reading them ranked it below word overlap (AUROC
-# 0.666 against 0.723), without them 0.729; cross-validated, every set within 0.002.
+# stays): fitted without RAGTruth data-to-text, a model reading them ranked it below
+# word overlap (AUROC 0.666 against 0.723), without them 0.729; cross-validated, every
+# set within 0.002.
 ANSWER_FEATURES = (
     "word_overlap", "word_overlap_multi", "multi", "mean_support", "log_support",
     "answer_bigram_share", "missing_facts", "missing_distinct",
