@@ -2,15 +2,20 @@
 gateway at a steady request rate, sampling resources every minute, with every request
 accounted for from the Prometheus endpoints.
 
-What runs
-  app-local  this process: a LangChain RAG chain (bench/langchain_apps.py's fakes) with
-             ``ragas_trace.setup()``'s handler, the local judge, sample rate 0.5.
-  app-llm    the same chain on a second ``setup()`` (its own TracerProvider and
-             /metrics) whose judge is the OpenAI judge on a loopback FakeOpenAIServer.
-  gateway    ``ragas-trace serve --judge local --sample-rate 0.5`` in its own process
-             (run through this script's ``--gateway-child``, which adds tracemalloc),
-             fed OTLP/HTTP by a sender thread, forwarding to a counting gRPC sink.
-  judge      the FakeOpenAIServer, in its own process (its threads are not the app's).
+What runs (each in its own process; this one sends the gateway's requests and samples)
+  app        two LangChain RAG chains (bench/langchain_apps.py's fakes), a request a
+             second each: app_local with ``ragas_trace.setup()``'s handler, the local
+             judge, sample rate 0.5; app_llm on a second ``setup()`` (its own
+             TracerProvider and /metrics) whose judge is the OpenAI judge on a loopback
+             FakeOpenAIServer.
+  app_mmap   the same, with glibc's mmap threshold fixed (MALLOC_MMAP_THRESHOLD_), as
+             docs/guides/production.md advises for apps that take multi-MB requests.
+  control    the same chains and requests without ragas-trace: an app's RSS slope is
+             judged over the control's, what the library adds to the app's own.
+  gateway    ``ragas-trace serve --judge local --sample-rate 0.5`` (run through this
+             script's ``--gateway-child``, which adds tracemalloc), fed OTLP/HTTP by a
+             sender thread here, forwarding to a counting gRPC sink.
+  judge      the FakeOpenAIServer.
 Each stream mixes ordinary requests, huge ones (1 MB of passages and a 100 kB answer for
 the local judge, 70 kB for the LLM judge; for the gateway a 3 MiB attribute, and a 5 MiB
 body it refuses) and malformed ones (the retriever or the model raising, an empty
@@ -21,12 +26,14 @@ Phases (of ``--minutes``, 60 for the full run): warm-up 1/6, steady 1/4, slow ju
 1/6 (first half: every judge reply takes 30 s, scaled by minutes/60; second half: the
 same wait, then 429 with Retry-After), recovery 5/12. Every ``minutes`` seconds (a
 minute in the full run): RSS, Python heap (tracemalloc), threads and open file
-descriptors of this process and of the gateway, held spans and queue depths (the
+descriptors of the app processes and of the gateway, held spans and queue depths (the
 /metrics gauges). Slopes by least squares over the samples after warm-up, leaving out
 the slow phase and the first fifth of recovery (the backlog drains there), so a slope
 is the growth of the flat parts, and whatever the slow phase left behind shows as a
-step between them. Tracemalloc's top growing allocations (end of warm-up to end) are
-recorded too.
+step between them. Tracemalloc's top growing allocations (middle of warm-up to end)
+are recorded too: the baseline snapshot is taken before the slopes' window because
+building it takes tens of MiB, which the allocator keeps (taken at the end of warm-up,
+it showed as an RSS step of 7 to 18 MiB in every traced process at the window's start).
 
 Accounting (asserted, never estimated): per stream, requests in = the sum of
 ``ragas_evaluations_total`` over its statuses (scored, not_sampled, unscorable,
@@ -108,15 +115,10 @@ def judge_child() -> int:
 
 # -- the gateway process -------------------------------------------------------------
 
-def gateway_child(heap_file: str, interval_s: float, serve_args: list[str]) -> int:
-    """``ragas-trace serve`` with tracemalloc: the heap goes to ``heap_file`` every
-    interval (one JSON line); SIGUSR1 takes the baseline snapshot, SIGUSR2 appends the
-    top allocations grown since it."""
-    # Imported before tracing starts: tracing every import's allocations slows the
-    # start several times over, and growth is measured after warm-up anyway.
-    from ragas_trace.cli.main import main
-    from ragas_trace.gateway.service import Gateway  # noqa: F401
-
+def trace_heap(heap_file: str, interval_s: float) -> None:
+    """Tracemalloc for a child process: its heap goes to ``heap_file`` every interval
+    (one JSON line); SIGUSR1 takes the baseline snapshot, SIGUSR2 appends the top
+    allocations grown since it."""
     tracemalloc.start(1)
     baseline: list[tracemalloc.Snapshot] = []
 
@@ -133,6 +135,16 @@ def gateway_child(heap_file: str, interval_s: float, serve_args: list[str]) -> i
     signal.signal(signal.SIGUSR2, lambda *_: write({"top": top_growth(baseline[0])})
                   if baseline else None)
     threading.Thread(target=sample, name="soak-heap", daemon=True).start()
+
+
+def gateway_child(heap_file: str, interval_s: float, serve_args: list[str]) -> int:
+    """``ragas-trace serve`` with its heap traced (``trace_heap``)."""
+    # Imported before tracing starts: tracing every import's allocations slows the
+    # start several times over, and growth is measured after warm-up anyway.
+    from ragas_trace.cli.main import main
+    from ragas_trace.gateway.service import Gateway  # noqa: F401
+
+    trace_heap(heap_file, interval_s)
     return main(["serve", *serve_args])
 
 
@@ -292,9 +304,9 @@ def run_paced(stream: Stream, stop: threading.Event, one: Callable[[int], None])
         i += 1
 
 
-def app_sender(stream: Stream, app: Any, handler: Any, huge: dict[str, bool],
+def app_sender(stream: Stream, app: Any, handler: Any | None, huge: dict[str, bool],
                fail: dict[str, str]) -> Callable[[int], None]:
-    config = {"callbacks": [handler]}
+    config = {"callbacks": [handler]} if handler is not None else {}
 
     def one(i: int) -> None:
         kind = kind_of(i)
@@ -313,6 +325,77 @@ def app_sender(stream: Stream, app: Any, handler: Any, huge: dict[str, bool],
             stream.count(stream.errors, str(exc))
 
     return one
+
+
+# The app processes: ``app`` as users run it; ``app_mmap`` the same with glibc's mmap
+# threshold fixed, as docs/guides/production.md advises for apps that take multi-MB requests;
+# ``control`` without ragas-trace. Pipelines of ``app_mmap`` are named with its prefix.
+APP_PROCS = {"app": ([], {}), "app_mmap": ([], {"MALLOC_MMAP_THRESHOLD_": str(1 << 20)}),
+             "control": (["--control"], {})}
+# The fake LLM judge is a single Python process; a 1 MB prompt keeps it busy for minutes
+# (a real API refuses such a prompt at once), so app_llm's huge requests are 70 kB.
+APPS = (("app_local", 6000), ("app_llm", 400))
+
+
+def app_child(heap_file: str, interval_s: float, base_url: str, breaker_reset_s: float,
+              control: bool) -> int:
+    """The two apps of ``APPS``, a request a second each, in a process of their own, so
+    that the RSS measured is theirs and not the load generator's. ``control``: the same
+    apps and requests without ragas-trace, the baseline their RSS is read against.
+    Prints the /metrics ports; on "stop" (stdin) stops sending and prints what it sent;
+    on "shutdown", prints the internal errors counted and shuts the pipelines down."""
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
+
+    import ragas_trace
+    from ragas_trace._internal_errors import internal_error_counts
+    from ragas_trace.judges.openai_judge import OpenAIJudge
+
+    class Discard(SpanExporter):
+        """The backend: keeps nothing."""
+
+        def export(self, spans: Any) -> SpanExportResult:
+            return SpanExportResult.SUCCESS
+
+    setups = {} if control else {
+        "app_local": ragas_trace.setup(
+            "soak-local", exporter=Discard(), judge="local", sample_rate=SAMPLE_RATE,
+            metrics_port=0, tracer_provider=TracerProvider(), handle_sigterm=False),
+        "app_llm": ragas_trace.setup(
+            "soak-llm", exporter=Discard(), judge=OpenAIJudge(base_url=base_url, api_key="soak"),
+            sample_rate=SAMPLE_RATE, metrics_port=0, breaker_reset_s=breaker_reset_s,
+            tracer_provider=TracerProvider(), handle_sigterm=False),
+    }
+    streams = {name: Stream(name, 1.0) for name, _ in APPS}
+    senders = {}
+    for name, repeat in APPS:
+        huge: dict[str, bool] = {}
+        fail: dict[str, str] = {}
+        handler = setups[name].langchain_handler() if setups else None
+        senders[name] = app_sender(streams[name], build_app(huge, fail, repeat), handler,
+                                   huge, fail)
+    trace_heap(heap_file, interval_s)  # after the imports and setup(), as in the gateway
+    print(json.dumps({"ports": {n: rt.metrics_port for n, rt in setups.items()}}), flush=True)
+    stop = threading.Event()
+    threads = [threading.Thread(target=run_paced, args=(streams[n], stop, senders[n]),
+                                name=f"soak-{n}") for n in streams]
+    for t in threads:
+        t.start()
+    for line in sys.stdin:
+        if line.strip() == "stop":
+            stop.set()
+            for t in threads:
+                t.join()
+            print(json.dumps({n: {"sent": st.sent, "errors": st.errors}
+                              for n, st in streams.items()}), flush=True)
+        elif line.strip() == "shutdown":
+            break
+    stop.set()
+    # Not a metric: swallowed, logged once and counted in this process (both apps).
+    print(json.dumps(internal_error_counts()), flush=True)
+    for rt in setups.values():
+        rt.shutdown(10.0)
+    return 0
 
 
 # -- the gateway stream --------------------------------------------------------------
@@ -390,28 +473,21 @@ class Phases:
 
 
 class Sampler:
-    """Every ``interval_s``: resources of this process and the gateway, and the gauges
-    of the three /metrics endpoints."""
+    """Every ``interval_s``: resources of the child processes (pid and heap file by
+    name) and the gauges of the three /metrics endpoints."""
 
-    def __init__(self, phases: Phases, interval_s: float, gateway_pid: int,
-                 heap_file: Path, ports: dict[str, int]) -> None:
+    def __init__(self, phases: Phases, interval_s: float, procs: dict[str, tuple[int, Path]],
+                 ports: dict[str, int]) -> None:
         self.phases = phases
         self.interval_s = interval_s
-        self.gateway_pid = gateway_pid
-        self.heap_file = heap_file
+        self.procs = procs
         self.ports = ports
         self.rows: list[dict[str, Any]] = []
         self.start = time.monotonic()
 
-    def gateway_heap(self) -> float:
-        lines = [json.loads(x) for x in self.heap_file.read_text().splitlines() if x]
-        heaps = [x["heap"] for x in lines if "heap" in x]
-        return heaps[-1] / _MIB if heaps else float("nan")
-
     def resources(self) -> dict[str, dict[str, float]]:
-        return {"app": {**proc_status(os.getpid()),
-                        "heap_mib": tracemalloc.get_traced_memory()[0] / _MIB},
-                "gateway": {**proc_status(self.gateway_pid), "heap_mib": self.gateway_heap()}}
+        return {name: {**proc_status(pid), "heap_mib": last_heap(heap_file)}
+                for name, (pid, heap_file) in self.procs.items()}
 
     def sample(self) -> dict[str, Any]:
         t = time.monotonic() - self.start
@@ -434,6 +510,48 @@ class Sampler:
             print(json.dumps(row), flush=True)
             if stop.wait(self.interval_s):
                 return
+
+
+def last_heap(heap_file: Path) -> float:
+    """The child's last traced heap, MiB."""
+    lines = [json.loads(x) for x in heap_file.read_text().splitlines() if x]
+    heaps = [x["heap"] for x in lines if "heap" in x]
+    return heaps[-1] / _MIB if heaps else float("nan")
+
+
+def wait_for_line(heap_file: Path, match: Callable[[dict[str, Any]], bool],
+                  timeout_s: float) -> dict[str, Any] | None:
+    """The last line of a child's heap file that ``match`` accepts, once there is one."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        lines = [json.loads(x) for x in heap_file.read_text().splitlines() if x]
+        found = [x for x in lines if match(x)]
+        if found or time.monotonic() > deadline:
+            return found[-1] if found else None
+        time.sleep(0.5)
+
+
+def top_of(heap_file: Path, timeout_s: float) -> list[dict[str, Any]]:
+    """The top growth a child appends on SIGUSR2 (the snapshot takes a while)."""
+    line = wait_for_line(heap_file, lambda x: "top" in x, timeout_s)
+    return line["top"] if line else []
+
+
+def start_child(args: list[str], env: dict[str, str] | None = None
+                ) -> tuple[subprocess.Popen[str], dict[str, Any]]:
+    """This script in a child process (stdin and stdout piped) and its first line."""
+    proc = subprocess.Popen([sys.executable, __file__, *args], stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, text=True, env=env)
+    assert proc.stdout is not None
+    return proc, json.loads(proc.stdout.readline())
+
+
+def tell(proc: subprocess.Popen[str], line: str) -> Any:
+    """Write a line to a child and read its one-line JSON answer."""
+    assert proc.stdin is not None and proc.stdout is not None
+    proc.stdin.write(line + "\n")
+    proc.stdin.flush()
+    return json.loads(proc.stdout.readline())
 
 
 def start_gateway(sink_port: int, heap_file: Path,
@@ -495,13 +613,7 @@ def account(m: dict[tuple[str, tuple[tuple[str, str], ...]], float],
 
 
 def run(minutes: float) -> dict[str, Any]:
-    from opentelemetry.sdk.trace import TracerProvider
-    from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
-
-    import ragas_trace
     from gateway_throughput import CountingDownstream
-    from ragas_trace._internal_errors import internal_error_counts
-    from ragas_trace.judges.openai_judge import OpenAIJudge
 
     began = time.monotonic()
     stages: dict[str, float] = {}
@@ -515,103 +627,79 @@ def run(minutes: float) -> dict[str, Any]:
     scale = min(1.0, minutes / 60)
     slow_s, retry_after_s = 30 * scale, max(0.5, 5 * scale)
 
-    class Discard(SpanExporter):
-        """The backend: counts what it is given and keeps nothing."""
-
-        def __init__(self) -> None:
-            self.spans = 0
-
-        def export(self, spans: Any) -> SpanExportResult:
-            self.spans += len(spans)
-            return SpanExportResult.SUCCESS
-
-    judge_proc = subprocess.Popen([sys.executable, __file__, "--judge-child"],
-                                  stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
-    assert judge_proc.stdin is not None and judge_proc.stdout is not None
-    base_url = json.loads(judge_proc.stdout.readline())["base_url"]
-
-    def judge_mode(line: str) -> dict[str, int]:
-        assert judge_proc.stdin is not None and judge_proc.stdout is not None
-        judge_proc.stdin.write(line + "\n")
-        judge_proc.stdin.flush()
-        answer: dict[str, int] = json.loads(judge_proc.stdout.readline())
-        return answer
-
+    judge_proc, judge_ready = start_child(["--judge-child"])
     sink = CountingDownstream()
-    heap_file = Path(os.environ.get("TMPDIR", "/tmp")) / f"soak-gateway-heap-{os.getpid()}.jsonl"
-    heap_file.unlink(missing_ok=True)
-    gateway, ready = start_gateway(sink.port, heap_file, interval_s)
-    exporters = {"app_local": Discard(), "app_llm": Discard()}
-    setups = {
-        "app_local": ragas_trace.setup(
-            "soak-local", exporter=exporters["app_local"], judge="local",
-            sample_rate=SAMPLE_RATE, metrics_port=0,
-            tracer_provider=TracerProvider(), handle_sigterm=False),
-        "app_llm": ragas_trace.setup(
-            "soak-llm", exporter=exporters["app_llm"],
-            judge=OpenAIJudge(base_url=base_url, api_key="soak"),
-            sample_rate=SAMPLE_RATE, metrics_port=0, breaker_reset_s=30 * scale,
-            tracer_provider=TracerProvider(), handle_sigterm=False),
-    }
-    ports = {name: rt.metrics_port for name, rt in setups.items()}
+    tmp = Path(os.environ.get("TMPDIR", "/tmp"))
+    heap_files = {name: tmp / f"soak-{name}-heap-{os.getpid()}.jsonl"
+                  for name in (*APP_PROCS, "gateway")}
+    for heap_file in heap_files.values():
+        heap_file.unlink(missing_ok=True)
+    gateway, ready = start_gateway(sink.port, heap_files["gateway"], interval_s)
+    apps: dict[str, subprocess.Popen[str]] = {}
+    app_ready: dict[str, dict[str, Any]] = {}
+    for name, (flags, env) in APP_PROCS.items():
+        apps[name], app_ready[name] = start_child(
+            ["--app-child", str(heap_files[name]), str(interval_s), judge_ready["base_url"],
+             str(30 * scale), *flags], {**os.environ, **env})
+    ports = {pipeline_name(proc, name): port for proc, r in app_ready.items()
+             for name, port in r["ports"].items()}
     ports["gateway"] = ready["metrics_port"]
     assert all(isinstance(p, int) for p in ports.values())
-    int_ports = {k: int(v) for k, v in ports.items() if v is not None}
+    int_ports = {k: int(v) for k, v in ports.items()}
 
-    streams = {name: Stream(name, 1.0) for name in ("app_local", "app_llm", "gateway")}
-    senders: dict[str, Callable[[int], None]] = {}
-    # The fake LLM judge is a single Python process; a 1 MB prompt keeps it busy for
-    # minutes (a real API refuses such a prompt at once), so its huge requests are 70 kB.
-    for name, repeat in (("app_local", 6000), ("app_llm", 400)):
-        huge: dict[str, bool] = {}
-        fail: dict[str, str] = {}
-        senders[name] = app_sender(streams[name], build_app(huge, fail, repeat),
-                                   setups[name].langchain_handler(), huge, fail)
-    senders["gateway"] = gateway_sender(streams["gateway"], ready["otlp_http"])
-
+    gateway_stream = Stream("gateway", 1.0)
     stop_sending, stop_sampling = threading.Event(), threading.Event()
-    sampler = Sampler(phases, interval_s, gateway.pid, heap_file, int_ports)
-    threads = [threading.Thread(target=run_paced, args=(streams[n], stop_sending, senders[n]),
-                                name=f"soak-{n}") for n in streams]
-    threads.append(threading.Thread(target=sampler.run, args=(stop_sampling,),
-                                    name="soak-sampler"))
+    children = {**{name: proc.pid for name, proc in apps.items()}, "gateway": gateway.pid}
+    sampler = Sampler(phases, interval_s,
+                      {name: (pid, heap_files[name]) for name, pid in children.items()},
+                      int_ports)
+    threads = [threading.Thread(target=run_paced, name="soak-gateway", args=(
+                   gateway_stream, stop_sending,
+                   gateway_sender(gateway_stream, ready["otlp_http"]))),
+               threading.Thread(target=sampler.run, args=(stop_sampling,),
+                                name="soak-sampler")]
     bounds = phases.bounds()
-    baseline: tracemalloc.Snapshot | None = None
     judge_seen: dict[str, int] = {}
-    tracemalloc.start(1)  # after the imports and setup(), as in the gateway
     stage("started")
     for t in threads:
         t.start()
     try:
-        _sleep_until(sampler.start + bounds["warm_up"][1])
-        baseline = _snapshot()
-        gateway.send_signal(signal.SIGUSR1)
+        _sleep_until(sampler.start + bounds["warm_up"][1] / 2)
+        for pid in children.values():
+            os.kill(pid, signal.SIGUSR1)
         _sleep_until(sampler.start + bounds["slow_judge"][0])
         slow_lo, slow_hi = bounds["slow_judge"]
-        judge_mode(f"slow {slow_s}")
+        tell(judge_proc, f"slow {slow_s}")
         _sleep_until(sampler.start + (slow_lo + slow_hi) / 2)
-        judge_mode(f"limited {slow_s} {retry_after_s}")
+        tell(judge_proc, f"limited {slow_s} {retry_after_s}")
         _sleep_until(sampler.start + slow_hi)
-        judge_seen = judge_mode("normal")
+        judge_seen = tell(judge_proc, "normal")
         _sleep_until(sampler.start + phases.total_s)
     finally:
         stop_sending.set()
         stop_sampling.set()
+        app_streams = {name: tell(proc, "stop") for name, proc in apps.items()}
         for t in threads:
             t.join()
     stage("sent")
-    app_top = top_growth(baseline) if baseline is not None else []
-    gateway.send_signal(signal.SIGUSR2)
-    requests_in = {name: sum(v for k, v in streams[name].sent.items()
-                             if k != "rag_traces_accepted") for name in ("app_local", "app_llm")}
-    requests_in["gateway"] = streams["gateway"].sent.get("rag_traces_accepted", 0)
+    streams = {pipeline_name(proc, name): st for proc in ("app", "app_mmap")
+               for name, st in app_streams[proc].items()}
+    requests_in = {name: sum(st["sent"].values()) for name, st in streams.items()}
+    requests_in["gateway"] = gateway_stream.sent.get("rag_traces_accepted", 0)
     # At most the LLM judge's time budget for a record (180 s) and a margin.
     idle = wait_idle(int_ports, requests_in, timeout_s=240.0)
     stage("drained")
+    # A heap line written after the drain, and before the top-growth snapshot (a snapshot
+    # is itself on the heap while it is taken).
+    drained_at = time.time()
+    for heap_file in heap_files.values():
+        wait_for_line(heap_file, lambda x: x.get("t", 0) > drained_at, 3 * interval_s)
     at_idle = sampler.resources()
+    for pid in children.values():
+        os.kill(pid, signal.SIGUSR2)
     metrics = {name: scrape(port) for name, port in int_ports.items()}
     accounting = {name: account(metrics[name], requests_in[name]) for name in int_ports}
-    gw = streams["gateway"]
+    gw = gateway_stream
     refused_sent = sum(v for code, v in gw.errors.items() if code != "200")
     refused_counted = int(total(metrics["gateway"], "ragas_gateway_requests_refused_total"))
     accounting["gateway"].update({
@@ -622,39 +710,37 @@ def run(minutes: float) -> dict[str, Any]:
         "spans_dropped": by_label(metrics["gateway"], "ragas_gateway_spans_dropped_total",
                                   "reason"),
     })
-    for name in ("app_local", "app_llm"):
-        accounting[name]["sent"] = dict(streams[name].sent)
-        accounting[name]["raised_into_app"] = dict(streams[name].errors)
-    # Not a metric: swallowed, logged once and counted in this process (both apps).
-    internal_errors = internal_error_counts()
-    for rt in setups.values():
-        rt.shutdown(10.0)
+    for name in streams:
+        accounting[name]["sent"] = streams[name]["sent"]
+        accounting[name]["raised_into_app"] = streams[name]["errors"]
+    tops = {name: top_of(heap_files[name], 120.0) for name in children}
+    internal_errors = {name: tell(proc, "shutdown") for name, proc in apps.items()}
+    for proc in apps.values():
+        proc.wait(60)
     stage("apps shut down")
-    gateway_top: list[dict[str, Any]] = []
-    deadline = time.monotonic() + 120
-    while not gateway_top and time.monotonic() < deadline:  # the snapshot takes a while
-        time.sleep(1.0)
-        gateway_top = [json.loads(x) for x in heap_file.read_text().splitlines()
-                       if '"top"' in x]
     gateway.send_signal(signal.SIGTERM)
     gateway.wait(60)
     judge_proc.stdin.close()  # type: ignore[union-attr]
     judge_proc.wait(30)
-    heap_file.unlink(missing_ok=True)
+    for heap_file in heap_files.values():
+        heap_file.unlink(missing_ok=True)
     stage("stopped")
     return {"stages_s": stages, "minutes": minutes, "interval_s": interval_s,
             "slow_judge_s": slow_s,
             "retry_after_s": retry_after_s,
             "phases": bounds, "idle_at_end": idle, "samples": sampler.rows,
             "accounting": accounting, "sink_spans": sink.count, "judge_until_recovery": judge_seen,
-            "internal_errors_in_app_process": internal_errors,
-            "top_growth": {"app": app_top,
-                           "gateway": gateway_top[-1]["top"] if gateway_top else []},
+            "internal_errors_in_app_process": internal_errors, "top_growth": tops,
+            "control_sent": {n: st["sent"] for n, st in app_streams["control"].items()},
             "at_idle": at_idle, "summary": summarize(phases, sampler.rows, at_idle)}
 
 
 def _sleep_until(when: float) -> None:
     time.sleep(max(0.0, when - time.monotonic()))
+
+
+def pipeline_name(proc: str, name: str) -> str:
+    return name if proc == "app" else f"{proc}.{name}"
 
 
 def summarize(phases: Phases, rows: list[dict[str, Any]],
@@ -663,7 +749,7 @@ def summarize(phases: Phases, rows: list[dict[str, Any]],
     everything is drained: what is left is kept, not in flight), and the slow phase's
     peak over the steady phase."""
     out: dict[str, Any] = {}
-    for proc in ("app", "gateway"):
+    for proc in (*APP_PROCS, "gateway"):
         flat = [r for r in rows if phases.flat(r["t"])]
         steady = [r for r in rows if r["phase"] == "steady"]
         slow = [r for r in rows if r["phase"] == "slow_judge"]
@@ -679,8 +765,15 @@ def summarize(phases: Phases, rows: list[dict[str, Any]],
                     max(r["process"][proc][key] for r in slow)
                     - max(r["process"][proc][key] for r in steady), 3)
         out[proc] = entry
+    # The app's RSS, the load it carries aside: what ragas-trace adds to the app.
+    for proc in ("app", "app_mmap"):
+        out[f"{proc}_over_control"] = {
+            key: round(out[proc][key] - out["control"][key], 3)
+            for key in ("rss_mib_per_h", "rss_mib_growth") if key in out["control"]}
     out["pipelines"] = {}
-    for name in ("app_local", "app_llm", "gateway"):
+    for name in rows[0] if rows else ():
+        if name in ("t", "phase", "process"):
+            continue
         out["pipelines"][name] = {
             "max_held_spans": max((r[name]["held_spans"] for r in rows), default=0),
             "max_scorer_queue": max((r[name]["scorer_queue"] for r in rows), default=0),
@@ -726,8 +819,9 @@ def failures(report: dict[str, Any], short: bool) -> list[str]:
     if not report["judge_until_recovery"].get("rate_limited"):
         bad.append("the slow phase sent no 429 (the phase did not run)")
     summary = report["summary"]
-    for proc in ("app", "gateway"):
+    for proc in ("app", "app_mmap", "gateway"):
         s = summary[proc]
+        over = proc != "gateway" and not short
         if short:
             checks = [("rss_mib_growth", SHORT_RSS_GROWTH_MIB),
                       ("heap_mib_growth", SHORT_HEAP_GROWTH_MIB),
@@ -736,9 +830,12 @@ def failures(report: dict[str, Any], short: bool) -> list[str]:
         else:
             checks = [("rss_mib_per_h", RSS_SLOPE_MIB_H), ("heap_mib_per_h", HEAP_SLOPE_MIB_H),
                       ("threads_per_h", THREADS_SLOPE_H), ("fds_per_h", FDS_SLOPE_H)]
+            if over:  # an app's RSS is judged over the control's (the apps' own load)
+                s = {**s, "rss_mib_per_h": summary[f"{proc}_over_control"]["rss_mib_per_h"]}
         for key, bound in checks:
             if s[key] > bound:
-                bad.append(f"{proc}: {key} = {s[key]} > {bound}")
+                where = f"{proc} over control" if over and key == "rss_mib_per_h" else proc
+                bad.append(f"{where}: {key} = {s[key]} > {bound}")
     return bad
 
 
@@ -751,6 +848,7 @@ def figures(report: dict[str, Any]) -> dict[str, dict[str, Any]]:
              "threads": ("threads", "threads/h", THREADS_SLOPE_H),
              "fds": ("open file descriptors", "FDs/h", FDS_SLOPE_H)}
     who = {"app": "in-process LangChain app (two setup() pipelines)",
+           "app_mmap": "the same app, MALLOC_MMAP_THRESHOLD_=1048576",
            "gateway": "gateway (ragas-trace serve)"}
     for proc, title in who.items():
         for key, (what, unit, bound) in units.items():
@@ -758,10 +856,22 @@ def figures(report: dict[str, Any]) -> dict[str, dict[str, Any]]:
             out[f"{proc}.{key}_per_h"] = {
                 "value": s[proc][f"{key}_per_h"], "unit": unit, "target": target,
                 "label": f"Soak ({minutes:g} min): {title}, {what} slope after warm-up"}
+            if proc != "gateway" and key == "rss_mib":  # judged over the control, below
+                del out[f"{proc}.{key}_per_h"]["target"]
         out[f"{proc}.rss_slow_peak_mib"] = {
             "value": s[proc]["rss_mib_slow_peak_over_steady"], "unit": "MiB",
             "label": f"Soak: {title}, RSS peak in the slow-judge phase (30 s replies, then "
                      "429 + Retry-After) over the steady phase's peak"}
+    out["control.rss_mib_per_h"] = {
+        "value": s["control"]["rss_mib_per_h"], "unit": "MiB/h",
+        "label": f"Soak ({minutes:g} min): the same apps and requests without ragas-trace "
+                 "(control process), RSS slope after warm-up"}
+    for proc in ("app", "app_mmap"):
+        out[f"{proc}_over_control.rss_mib_per_h"] = {
+            "value": s[f"{proc}_over_control"]["rss_mib_per_h"], "unit": "MiB/h",
+            "target": f"<= {RSS_SLOPE_MIB_H:g}",
+            "label": f"Soak ({minutes:g} min): what ragas-trace adds to the RSS slope of "
+                     f"the {who[proc].removeprefix('the ')} (minus the control's)"}
     out["requests_in"] = {"value": sum(a["requests_in"] for a in acc.values()),
                           "exact": True,
                           "label": "Soak: RAG requests sent (apps and gateway; ordinary, "
@@ -782,6 +892,9 @@ def main(argv: list[str] | None = None) -> int:
     args_list = sys.argv[1:] if argv is None else argv
     if args_list[:1] == ["--judge-child"]:
         return judge_child()
+    if args_list[:1] == ["--app-child"]:
+        return app_child(args_list[1], float(args_list[2]), args_list[3], float(args_list[4]),
+                         control=args_list[5:] == ["--control"])
     if args_list[:1] == ["--gateway-child"]:
         return gateway_child(args_list[1], float(args_list[2]), args_list[4:])
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])

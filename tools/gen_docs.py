@@ -158,7 +158,7 @@ HEADLINE = (
     ("local_judge_report", "ragtruth (both tasks):auroc"),
     ("local_judge_report", "attributionbench:auroc"),
     ("shutdown_deadlines", "backend_down_shutdown_s"),
-    ("soak", "app.rss_mib_per_h"),
+    ("soak", "app_over_control.rss_mib_per_h"),
     ("soak", "unaccounted"),
 )
 
