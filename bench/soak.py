@@ -245,7 +245,7 @@ def build_app(huge: dict[str, bool], fail: dict[str, str], repeat: int) -> Any:
             docs = super()._get_relevant_documents(query, run_manager=run_manager)
             if huge.get("on"):
                 return [Document(page_content=f"Passage {i}: Paris is the capital of France. "
-                                 * 6000, id=f"big-{i}") for i in range(4)]
+                                 * repeat, id=f"big-{i}") for i in range(4)]
             if fail.get("where") == "text":
                 return [Document(page_content=t, id=f"odd-{i}") for i, t in enumerate(_HOSTILE)]
             return docs
