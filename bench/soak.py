@@ -512,10 +512,14 @@ class Sampler:
                 return
 
 
+def heap_lines(heap_file: Path) -> list[dict[str, Any]]:
+    """What a child wrote to its heap file (``trace_heap``), one JSON line each."""
+    return [json.loads(x) for x in heap_file.read_text().splitlines() if x]
+
+
 def last_heap(heap_file: Path) -> float:
     """The child's last traced heap, MiB."""
-    lines = [json.loads(x) for x in heap_file.read_text().splitlines() if x]
-    heaps = [x["heap"] for x in lines if "heap" in x]
+    heaps = [x["heap"] for x in heap_lines(heap_file) if "heap" in x]
     return heaps[-1] / _MIB if heaps else float("nan")
 
 
@@ -524,8 +528,7 @@ def wait_for_line(heap_file: Path, match: Callable[[dict[str, Any]], bool],
     """The last line of a child's heap file that ``match`` accepts, once there is one."""
     deadline = time.monotonic() + timeout_s
     while True:
-        lines = [json.loads(x) for x in heap_file.read_text().splitlines() if x]
-        found = [x for x in lines if match(x)]
+        found = [x for x in heap_lines(heap_file) if match(x)]
         if found or time.monotonic() > deadline:
             return found[-1] if found else None
         time.sleep(0.5)
@@ -556,14 +559,11 @@ def tell(proc: subprocess.Popen[str], line: str) -> Any:
 
 def start_gateway(sink_port: int, heap_file: Path,
                   interval_s: float) -> tuple[subprocess.Popen[str], dict[str, Any]]:
-    cmd = [sys.executable, __file__, "--gateway-child", str(heap_file), str(interval_s), "--",
-           "--otlp-grpc", "off", "--otlp-http", "127.0.0.1:0",
-           "--forward-endpoint", f"127.0.0.1:{sink_port}", "--judge", "local",
-           "--sample-rate", str(SAMPLE_RATE), "--metrics-port", "0", "--quiet-s", "0.5",
-           "--log-level", "error"]
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True)
-    assert proc.stdout is not None
-    return proc, json.loads(proc.stdout.readline())
+    return start_child(["--gateway-child", str(heap_file), str(interval_s), "--",
+                        "--otlp-grpc", "off", "--otlp-http", "127.0.0.1:0",
+                        "--forward-endpoint", f"127.0.0.1:{sink_port}", "--judge", "local",
+                        "--sample-rate", str(SAMPLE_RATE), "--metrics-port", "0",
+                        "--quiet-s", "0.5", "--log-level", "error"])
 
 
 def wait_idle(ports: dict[str, int], requests_in: dict[str, int], timeout_s: float) -> bool:
