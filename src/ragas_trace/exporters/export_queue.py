@@ -183,6 +183,9 @@ class ExportQueue(SpanProcessor):
                     self._idle.notify_all()
                     continue
             self._export(batch)
+            # Not kept through the next wait: the spans (passages, answers) of requests
+            # long done would stay alive as long as the app is idle.
+            del batch
             with self._lock:
                 self._in_flight = 0
                 if not self._queue:

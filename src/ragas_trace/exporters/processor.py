@@ -446,23 +446,31 @@ class ScoringSpanProcessor(SpanProcessor):
                 if self._closed:
                     return
                 now = time.monotonic()
-                # One hold timeout for all, so insertion order is deadline order.
-                spans: list[ReadableSpan] = []
-                next_deadline = now + 1.0
-                for key, held in list(self._held.items()):
-                    if held.deadline > now:
-                        next_deadline = held.deadline
-                        break
-                    spans.append(self._held.pop(key).span)
-                if not spans:
+                expired, next_deadline = self._take_expired(now)
+                if not expired:
                     self._wake.wait(min(1.0, max(0.0, next_deadline - now)))
-            for span in spans:
-                try:
-                    self.metrics.dropped("hold_timeout")
-                    self._release(span, EvaluationStatus.TIMEOUT, "hold_timeout")
-                except Exception as exc:
-                    record_internal_error("processor.reaper", exc)
+            self._release_expired(expired)
             self._traces.expire()
+
+    def _take_expired(self, now: float) -> tuple[list[ReadableSpan], float]:
+        """Under the lock: the held spans whose hold timeout passed, and when the next
+        one's does. A function of its own so that no local of the reaper's keeps a held
+        span (its passages and answer) alive after it is scored."""
+        # One hold timeout for all, so insertion order is deadline order.
+        spans: list[ReadableSpan] = []
+        for key, held in list(self._held.items()):
+            if held.deadline > now:
+                return spans, held.deadline
+            spans.append(self._held.pop(key).span)
+        return spans, now + 1.0
+
+    def _release_expired(self, spans: list[ReadableSpan]) -> None:
+        for span in spans:
+            try:
+                self.metrics.dropped("hold_timeout")
+                self._release(span, EvaluationStatus.TIMEOUT, "hold_timeout")
+            except Exception as exc:
+                record_internal_error("processor.reaper", exc)
 
     @staticmethod
     def _key(span: ReadableSpan) -> tuple[int, int]:

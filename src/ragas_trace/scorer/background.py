@@ -209,25 +209,32 @@ class BackgroundScorer:
 
     async def _pump(self) -> None:
         """Start a task per record in the inbox; poll while busy, sleep when idle."""
-        if self._wake is None:
+        wake = self._wake
+        if wake is None:
             raise RuntimeError("scorer loop not initialised")
-        loop = asyncio.get_running_loop()
         while True:
-            with self._lock:
-                batch = list(self._inbox)
-                self._inbox.clear()
-                idle = not batch and self._pending == 0
-                if idle:
-                    self._sleeping = True
-                    self._wake.clear()
-            for record, done in batch:
-                task = loop.create_task(self._score(record, done))
-                self._tasks.add(task)
-                task.add_done_callback(self._tasks.discard)
-            if idle:
-                await self._wake.wait()
+            if self._start_inbox(wake):
+                await wake.wait()
             else:
                 await asyncio.sleep(POLL_S)
+
+    def _start_inbox(self, wake: asyncio.Event) -> bool:
+        """Loop thread: a task for each record in the inbox; whether the scorer is idle.
+        A function of its own so that no local of the pump's keeps the last record (its
+        spans, passages and answer) alive while it sleeps."""
+        loop = asyncio.get_running_loop()
+        with self._lock:
+            batch = list(self._inbox)
+            self._inbox.clear()
+            idle = not batch and self._pending == 0
+            if idle:
+                self._sleeping = True
+                wake.clear()
+        for record, done in batch:
+            task = loop.create_task(self._score(record, done))
+            self._tasks.add(task)
+            task.add_done_callback(self._tasks.discard)
+        return idle
 
     async def _score(self, source: RecordSource, done: Done) -> None:
         outcome = Outcome(EvaluationStatus.DROPPED, reason="shutdown")
