@@ -1,9 +1,11 @@
+import gc
 import threading
 import time
+import weakref
 from collections.abc import Sequence
 
 from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
-from opentelemetry.sdk.trace import ReadableSpan
+from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
 
 from ragas_trace._internal_errors import internal_error_counts
@@ -134,3 +136,29 @@ def test_batches_are_bounded_in_bytes_and_a_too_large_span_is_dropped() -> None:
     assert max(encode_batch(b).ByteSize() for b in recorder.batches) <= 1 << 20
     assert len(recorder.batches) >= 4  # 3 spans of 300 kB fit in 1 MiB, not 4
     assert stats.spans_dropped == {"span_too_large": 1}
+
+
+def test_an_idle_worker_keeps_no_span_it_forwarded() -> None:
+    class Watching(SpanExporter):
+        def __init__(self) -> None:
+            self.refs: list[weakref.ref[ReadableSpan]] = []
+
+        def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
+            self.refs.extend(weakref.ref(s) for s in spans)
+            return SpanExportResult.SUCCESS
+
+    exporter = Watching()
+    queue = ForwardQueue(exporter, GatewayStats(), workers=1)
+    provider = TracerProvider()  # InMemoryTracing would keep the spans itself
+    provider.add_span_processor(queue)
+    for i in range(2):
+        plain_request(provider.get_tracer("test"), i)
+    assert queue.force_flush(5_000)
+    assert len(exporter.refs) == 4
+    # Released once exported; the deadline only bounds a failing run.
+    deadline = time.monotonic() + 10.0
+    while any(r() is not None for r in exporter.refs) and time.monotonic() < deadline:
+        gc.collect()
+        time.sleep(0.05)
+    assert [r() for r in exporter.refs] == [None] * 4
+    assert queue.close(5.0)

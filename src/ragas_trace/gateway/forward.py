@@ -206,6 +206,9 @@ class ForwardQueue(SpanProcessor):
                     self._full_logged = False
                     if not self._queue:
                         self._idle.notify_all()
+            # Not kept through the next wait: a forwarded request (up to MiBs) would
+            # stay alive as long as this worker is idle.
+            del batch
 
     def _export_with_retry(self, batch: Sequence[ReadableSpan]) -> None:
         give_up = time.monotonic() + self._retry_for_s

@@ -192,6 +192,7 @@ class AnnotationQueue:
                 with self._lock:
                     self._in_flight = 0
                     self._changed.notify_all()
+            del batch  # not kept through the next wait, as the export queue's
 
     def _deliver(self, batch: list[ScoreAnnotation]) -> None:
         give_up = time.monotonic() + self._retry_for_s
