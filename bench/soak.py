@@ -86,8 +86,6 @@ SHORT_HEAP_GROWTH_MIB = 8.0
 # a resolver thread), which fill as the backlog of the slow phase drains.
 SHORT_THREADS_GROWTH = 8.0
 SHORT_FDS_GROWTH = 16.0
-# Heap steps diagnosed (a snapshot each) per process.
-MAX_JUMPS = 5
 
 
 # -- the judge process ---------------------------------------------------------------
@@ -120,8 +118,7 @@ def judge_child() -> int:
 def trace_heap(heap_file: str, interval_s: float) -> None:
     """Tracemalloc for a child process: its heap goes to ``heap_file`` every interval
     (one JSON line); SIGUSR1 takes the baseline snapshot, SIGUSR2 appends the top
-    allocations grown since it. A heap more than 1 MiB above the previous sample's
-    appends them too (``jump_top``; the first ``MAX_JUMPS``)."""
+    allocations grown since it."""
     tracemalloc.start(1)
     baseline: list[tracemalloc.Snapshot] = []
 
@@ -130,16 +127,8 @@ def trace_heap(heap_file: str, interval_s: float) -> None:
             f.write(json.dumps(entry) + "\n")
 
     def sample() -> None:
-        last, jumps = None, 0
         while True:
-            heap = tracemalloc.get_traced_memory()[0]
-            write({"t": time.time(), "heap": heap})
-            # A step up between two samples: what grew, while it is still there.
-            if baseline and last is not None and heap - last > _MIB and jumps < MAX_JUMPS:
-                jumps += 1
-                write({"t": time.time(), "jump_mib": round((heap - last) / _MIB, 2),
-                       "jump_top": top_growth(baseline[0], 6)})
-            last = heap
+            write({"t": time.time(), "heap": tracemalloc.get_traced_memory()[0]})
             time.sleep(interval_s)
 
     signal.signal(signal.SIGUSR1, lambda *_: baseline[:] or baseline.append(_snapshot()))
@@ -725,8 +714,6 @@ def run(minutes: float) -> dict[str, Any]:
         accounting[name]["sent"] = streams[name]["sent"]
         accounting[name]["raised_into_app"] = streams[name]["errors"]
     tops = {name: top_of(heap_files[name], 120.0) for name in children}
-    jumps = {name: [x for x in heap_lines(heap_files[name]) if "jump_top" in x]
-             for name in children}
     internal_errors = {name: tell(proc, "shutdown") for name, proc in apps.items()}
     for proc in apps.values():
         proc.wait(60)
@@ -744,7 +731,6 @@ def run(minutes: float) -> dict[str, Any]:
             "phases": bounds, "idle_at_end": idle, "samples": sampler.rows,
             "accounting": accounting, "sink_spans": sink.count, "judge_until_recovery": judge_seen,
             "internal_errors_in_app_process": internal_errors, "top_growth": tops,
-            "heap_jumps": jumps,
             "control_sent": {n: st["sent"] for n, st in app_streams["control"].items()},
             "at_idle": at_idle, "summary": summarize(phases, sampler.rows, at_idle)}
 
