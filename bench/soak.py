@@ -22,18 +22,19 @@ body it refuses) and malformed ones (the retriever or the model raising, an empt
 question, text of superscripts, lone surrogates and NULs; for the gateway, bodies that
 are not OTLP).
 
-Phases (of ``--minutes``, 60 for the full run): warm-up 1/6, steady 1/4, slow judge
-1/6 (first half: every judge reply takes 30 s, scaled by minutes/60; second half: the
-same wait, then 429 with Retry-After), recovery 5/12. Every ``minutes`` seconds (a
-minute in the full run): RSS, Python heap (tracemalloc), threads and open file
-descriptors of the app processes and of the gateway, held spans and queue depths (the
-/metrics gauges). Slopes by least squares over the samples after warm-up, leaving out
-the slow phase and the first fifth of recovery (the backlog drains there), so a slope
-is the growth of the flat parts, and whatever the slow phase left behind shows as a
-step between them. Tracemalloc's top growing allocations (middle of warm-up to end)
-are recorded too: the baseline snapshot is taken before the slopes' window because
-building it takes tens of MiB, which the allocator keeps (taken at the end of warm-up,
-it showed as an RSS step of 7 to 18 MiB in every traced process at the window's start).
+Phases (of ``--minutes``, 60 for the full run): warm-up 1/6, steady 1/4, slow judge 1/6
+(first half: every judge reply takes 30 s, scaled by minutes/60; second half: the same
+wait, then 429 with Retry-After), recovery 5/12. Every ``minutes`` seconds (a minute in
+the full run): RSS, Python heap (tracemalloc), threads (those the sample before saw too)
+and open file descriptors of the app processes and of the gateway, held spans and queue
+depths (the /metrics gauges). Slopes by least squares over the samples after warm-up,
+leaving out the slow phase and the first fifth of recovery (the backlog drains there),
+so a slope is the growth of the flat parts, and whatever the slow phase left behind
+shows as a step between them. Tracemalloc's top growing allocations (middle of warm-up
+to end) are recorded too: the baseline snapshot is taken before the slopes' window
+because building it takes tens of MiB, which the allocator keeps (taken at the end of
+warm-up, it showed as an RSS step of 7 to 18 MiB in every traced process at the window's
+start).
 
 Accounting (asserted, never estimated): per stream, requests in = the sum of
 ``ragas_evaluations_total`` over its statuses (scored, not_sampled, unscorable,
@@ -483,11 +484,24 @@ class Sampler:
         self.procs = procs
         self.ports = ports
         self.rows: list[dict[str, Any]] = []
+        self.tids: dict[str, set[str]] = {}
         self.start = time.monotonic()
 
     def resources(self) -> dict[str, dict[str, float]]:
-        return {name: {**proc_status(pid), "heap_mib": last_heap(heap_file)}
-                for name, (pid, heap_file) in self.procs.items()}
+        out = {}
+        for name, (pid, heap_file) in self.procs.items():
+            status = proc_status(pid)
+            # A leaked thread stays; one sampled in flight (a request's pool, gRPC's
+            # timer and resolver threads) is gone a minute later. Threads are counted
+            # when the sample before saw them too: in flight, the last run had 20 and
+            # 21 in two single samples against 19 in all the others.
+            tids = set(os.listdir(f"/proc/{pid}/task"))
+            seen = self.tids.get(name, tids)
+            self.tids[name] = tids
+            out[name] = {**status, "threads_sampled": status["threads"],
+                         "threads": float(len(tids & seen)),
+                         "heap_mib": last_heap(heap_file)}
+        return out
 
     def sample(self) -> dict[str, Any]:
         t = time.monotonic() - self.start
