@@ -7,15 +7,14 @@ from __future__ import annotations
 import gc
 import time
 import weakref
-from collections.abc import Sequence
 
 import pytest
 from opentelemetry.sdk.trace import ReadableSpan, SpanProcessor, TracerProvider
-from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
 
 import ragas_trace
 from ragas_trace.testing.rag_spans import rag_request
 from ragas_trace.testing.scripted_judge import ScriptedJudge
+from weak_watch import WatchingExporter, alive
 
 
 class Watch(SpanProcessor):
@@ -26,21 +25,6 @@ class Watch(SpanProcessor):
 
     def on_end(self, span: ReadableSpan) -> None:
         self.refs.append(weakref.ref(span))
-
-
-class WatchingExporter(SpanExporter):
-    """The backend: keeps nothing, weakly watches what it was sent."""
-
-    def __init__(self) -> None:
-        self.refs: list[weakref.ref[ReadableSpan]] = []
-
-    def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
-        self.refs.extend(weakref.ref(s) for s in spans)
-        return SpanExportResult.SUCCESS
-
-
-def alive(refs: list[weakref.ref[ReadableSpan]]) -> list[str]:
-    return [s.name for s in (r() for r in refs) if s is not None]
 
 
 @pytest.mark.parametrize("sample_rate", [1.0, 0.0])

@@ -1,7 +1,6 @@
 import gc
 import threading
 import time
-import weakref
 from collections.abc import Sequence
 
 from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
@@ -14,6 +13,7 @@ from ragas_trace.gateway.forward import ForwardQueue
 from ragas_trace.gateway.stats import GatewayStats
 from ragas_trace.testing import InMemoryTracing
 from ragas_trace.testing.rag_traces import plain_request
+from weak_watch import WatchingExporter, alive
 
 
 class Recorder(SpanExporter):
@@ -139,15 +139,7 @@ def test_batches_are_bounded_in_bytes_and_a_too_large_span_is_dropped() -> None:
 
 
 def test_an_idle_worker_keeps_no_span_it_forwarded() -> None:
-    class Watching(SpanExporter):
-        def __init__(self) -> None:
-            self.refs: list[weakref.ref[ReadableSpan]] = []
-
-        def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
-            self.refs.extend(weakref.ref(s) for s in spans)
-            return SpanExportResult.SUCCESS
-
-    exporter = Watching()
+    exporter = WatchingExporter()
     queue = ForwardQueue(exporter, GatewayStats(), workers=1)
     provider = TracerProvider()  # InMemoryTracing would keep the spans itself
     provider.add_span_processor(queue)
@@ -157,8 +149,8 @@ def test_an_idle_worker_keeps_no_span_it_forwarded() -> None:
     assert len(exporter.refs) == 4
     # Released once exported; the deadline only bounds a failing run.
     deadline = time.monotonic() + 10.0
-    while any(r() is not None for r in exporter.refs) and time.monotonic() < deadline:
+    while alive(exporter.refs) and time.monotonic() < deadline:
         gc.collect()
         time.sleep(0.05)
-    assert [r() for r in exporter.refs] == [None] * 4
+    assert alive(exporter.refs) == []
     assert queue.close(5.0)

@@ -89,6 +89,12 @@ def test_long_inputs_are_truncated_not_rejected(embedder: Embedder) -> None:
     assert embedder.embed(["word " * 2000]).shape == (1, 384)
 
 
+def test_no_memory_is_planned_per_input_shape(embedder: Embedder) -> None:
+    # Runs take thousands of shapes (batch size x padded width); a plan kept for each
+    # grew RSS by over 100 MiB in bench runs.
+    assert embedder._session.get_session_options().enable_mem_pattern is False
+
+
 def test_rarity_follows_vocabulary_rank(embedder: Embedder) -> None:
     assert embedder.rarity("the") == 0.2
     assert embedder.rarity("dinitrogen") == 1.0
