@@ -54,6 +54,7 @@ the requests in.
 from __future__ import annotations
 
 import argparse
+import ctypes
 import json
 import os
 import signal
@@ -129,13 +130,34 @@ def trace_heap(heap_file: str, interval_s: float) -> None:
 
     def sample() -> None:
         while True:
-            write({"t": time.time(), "heap": tracemalloc.get_traced_memory()[0]})
+            write({"t": time.time(), "heap": tracemalloc.get_traced_memory()[0],
+                   **malloc_stats()})
             time.sleep(interval_s)
 
     signal.signal(signal.SIGUSR1, lambda *_: baseline[:] or baseline.append(_snapshot()))
     signal.signal(signal.SIGUSR2, lambda *_: write({"top": top_growth(baseline[0])})
                   if baseline else None)
     threading.Thread(target=sample, name="soak-heap", daemon=True).start()
+
+
+class _Mallinfo2(ctypes.Structure):
+    _fields_ = [(name, ctypes.c_size_t) for name in (
+        "arena", "ordblks", "smblks", "hblks", "hblkhd", "usmblks", "fsmblks", "uordblks",
+        "fordblks", "keepcost")]
+
+
+def malloc_stats() -> dict[str, int]:
+    """glibc's own count over all its arenas: bytes in use (mmapped blocks included) and
+    bytes freed but kept. RSS that grows while the Python heap stays flat is one or the
+    other: native memory in use, or free memory the allocator holds on to. Empty where
+    there is no glibc ``mallinfo2``."""
+    try:
+        mallinfo2 = ctypes.CDLL(None).mallinfo2
+    except (OSError, AttributeError):
+        return {}
+    mallinfo2.restype = _Mallinfo2
+    info = mallinfo2()
+    return {"malloc_used": info.uordblks + info.hblkhd, "malloc_free": info.fordblks}
 
 
 def gateway_child(heap_file: str, interval_s: float, serve_args: list[str]) -> int:
@@ -499,8 +521,7 @@ class Sampler:
             seen = self.tids.get(name, tids)
             self.tids[name] = tids
             out[name] = {**status, "threads_sampled": status["threads"],
-                         "threads": float(len(tids & seen)),
-                         "heap_mib": last_heap(heap_file)}
+                         "threads": float(len(tids & seen)), **last_heap(heap_file)}
         return out
 
     def sample(self) -> dict[str, Any]:
@@ -531,10 +552,14 @@ def heap_lines(heap_file: Path) -> list[dict[str, Any]]:
     return [json.loads(x) for x in heap_file.read_text().splitlines() if x]
 
 
-def last_heap(heap_file: Path) -> float:
-    """The child's last traced heap, MiB."""
-    heaps = [x["heap"] for x in heap_lines(heap_file) if "heap" in x]
-    return heaps[-1] / _MIB if heaps else float("nan")
+def last_heap(heap_file: Path) -> dict[str, float]:
+    """The child's last traced heap and malloc counts, MiB."""
+    lines = [x for x in heap_lines(heap_file) if "heap" in x]
+    if not lines:
+        return {"heap_mib": float("nan")}
+    return {"heap_mib": lines[-1]["heap"] / _MIB,
+            **{f"{k}_mib": lines[-1][k] / _MIB for k in ("malloc_used", "malloc_free")
+               if k in lines[-1]}}
 
 
 def wait_for_line(heap_file: Path, match: Callable[[dict[str, Any]], bool],
@@ -768,7 +793,10 @@ def summarize(phases: Phases, rows: list[dict[str, Any]],
         steady = [r for r in rows if r["phase"] == "steady"]
         slow = [r for r in rows if r["phase"] == "slow_judge"]
         entry: dict[str, Any] = {}
-        for key in ("rss_mib", "heap_mib", "threads", "fds"):
+        # malloc's counts are there to tell what an RSS slope is, not judged.
+        keys = [k for k in ("rss_mib", "heap_mib", "threads", "fds", "malloc_used_mib",
+                            "malloc_free_mib") if all(k in r["process"][proc] for r in rows)]
+        for key in keys:
             entry[f"{key}_per_h"] = round(slope_per_hour(
                 [(r["t"], r["process"][proc][key]) for r in flat]), 3)
             if steady:
