@@ -4,10 +4,12 @@ peak RSS, in a process of its own so nothing else inflates the RSS figure.
 
 Targets: at least 5 records/s on 2 cores (WikiEval's 630-word contexts), at least 2
 records/s with 2,000-word contexts (three WikiEval contexts joined), a 100,000-character
-context with a 20,000-character answer scored, model load under 1 s, peak RSS under
-400 MB over all of it. The rate is measured two ways, in alternating passes of the same process:
-records sent as the background scorer sends them (up to its default concurrency at
-once), which is the judge's throughput in production, and one record at a time (each
+context with a 20,000-character answer scored, model load under 1 s, peak RSS under 400
+MB over all of it, and RSS within 2 MB over seven passes of records whose contexts take
+random lengths (every pass brings model inputs of new shapes; memory kept per shape
+would grow with each). The rate is measured two ways, in alternating passes of the same
+process: records sent as the background scorer sends them (up to its default concurrency
+at once), which is the judge's throughput in production, and one record at a time (each
 awaited before the next), which is one record's latency. Process CPU per record (all
 threads) is reported too: on a shared machine it moves less with other jobs than the
 wall-clock rate does. The baseline for RSS is this same process just before the model
@@ -21,6 +23,7 @@ import asyncio
 import inspect
 import json
 import os
+import random
 import resource
 import statistics
 import subprocess
@@ -37,11 +40,19 @@ DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "wikieval-50.js
 WARM_UP_RECORDS = 5
 LONG_WORDS = 2000
 HUGE_CONTEXT, HUGE_ANSWER = 100_000, 20_000
+# Records of many sizes: each model run's shape (batch size x padded width) is new for a
+# while, and memory kept per shape would grow with every pass.
+VARIED_WORDS, VARIED_PASSES = (50, 1500), 8
 SCORER_CONCURRENCY: int = inspect.signature(BackgroundScorer).parameters["concurrency"].default
 
 
 def _rss_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # kB on Linux
+
+
+def _current_rss_mb() -> float:
+    with open("/proc/self/status") as f:
+        return next(int(line.split()[1]) for line in f if line.startswith("VmRSS")) / 1024
 
 
 def measure(records: int, repeats: int, threads: int | None = None) -> dict[str, Any]:
@@ -86,6 +97,17 @@ def measure(records: int, repeats: int, threads: int | None = None) -> dict[str,
     rows, kept = long_rows, rows
     long_rates = [asyncio.run(one_pass(SCORER_CONCURRENCY)) for _ in range(repeats)]
     rows = kept
+    varied = random.Random(7)
+    rss_after_pass = []
+    for _ in range(VARIED_PASSES):
+        rows = []
+        for row in kept:
+            words = varied.randint(*VARIED_WORDS)
+            start = varied.randrange(len(joined) - words)
+            rows.append({**row, "context": " ".join(joined[start:start + words])})
+        asyncio.run(one_pass(SCORER_CONCURRENCY))
+        rss_after_pass.append(round(_current_rss_mb(), 1))
+    rows = kept
     text = " ".join(joined * 2)
     began = time.perf_counter()
     huge = judge.evaluate_sync(rows[0]["question"], [text[:HUGE_CONTEXT]],
@@ -103,6 +125,8 @@ def measure(records: int, repeats: int, threads: int | None = None) -> dict[str,
             "long_context_words": LONG_WORDS,
             "long_records_per_s_median": round(statistics.median(r for r, _ in long_rates), 2),
             "long_records_per_s_all": [round(r, 2) for r, _ in long_rates],
+            "varied_words": list(VARIED_WORDS),
+            "varied_rss_after_pass_mb": rss_after_pass,
             "huge_record_s": round(huge_s, 2),
             "huge_record_statuses": sorted({str(r.status) for r in huge.results.values()}),
             "load_average": round(os.getloadavg()[0], 2),
@@ -190,6 +214,14 @@ def _save(result: dict[str, Any], args: argparse.Namespace) -> None:
             "label": f"Local judge, {args.threads} threads, {result['long_context_words']}-word "
                      f"contexts, records sent as the background scorer sends them (median "
                      f"of {args.repeats})"},
+        "varied_rss_growth_mb": {
+            "value": round(result["varied_rss_after_pass_mb"][-1]
+                           - result["varied_rss_after_pass_mb"][0], 1),
+            "unit": "MB", "target": "<= 2",
+            "baseline": f"RSS after the first pass: {result['varied_rss_after_pass_mb'][0]} MB",
+            "label": f"Local judge: RSS growth over passes 2-{VARIED_PASSES} of "
+                     f"{args.records} records of {VARIED_WORDS[0]}-{VARIED_WORDS[1]}-word "
+                     "contexts (new model input shapes in every pass)"},
         "huge_record_s": {
             "value": result["huge_record_s"], "unit": "s",
             "label": f"Local judge: one record of a {HUGE_CONTEXT:,}-character context and a "

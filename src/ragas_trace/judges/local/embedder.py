@@ -250,9 +250,8 @@ class Embedder:
             options.inter_op_num_threads = 1
             options.log_severity_level = 3
             # The memory pattern is planned and kept per input shape, and runs here
-            # take thousands of shapes (batch size x padded width): with it, RSS kept
-            # growing by 120 MiB as new shapes came (2 threads, 1,800 runs); without
-            # it, 30 MiB and flat, at the same speed.
+            # take thousands of shapes (batch size x padded width): with it, RSS grew
+            # as records of new lengths came (bench/local_judge_speed.py).
             options.enable_mem_pattern = False
             session = ort.InferenceSession(
                 str(model_path), sess_options=options, providers=["CPUExecutionProvider"]
