@@ -33,6 +33,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from overhead_common import rss_mib
 from ragas_trace.scorer import BackgroundScorer
 
 # shared/ sits beside the checkout
@@ -48,11 +49,6 @@ SCORER_CONCURRENCY: int = inspect.signature(BackgroundScorer).parameters["concur
 
 def _rss_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # kB on Linux
-
-
-def _current_rss_mb() -> float:
-    with open("/proc/self/status") as f:
-        return next(int(line.split()[1]) for line in f if line.startswith("VmRSS")) / 1024
 
 
 def measure(records: int, repeats: int, threads: int | None = None) -> dict[str, Any]:
@@ -106,7 +102,7 @@ def measure(records: int, repeats: int, threads: int | None = None) -> dict[str,
             start = varied.randrange(len(joined) - words)
             rows.append({**row, "context": " ".join(joined[start:start + words])})
         asyncio.run(one_pass(SCORER_CONCURRENCY))
-        rss_after_pass.append(round(_current_rss_mb(), 1))
+        rss_after_pass.append(round(rss_mib(), 1))
     rows = kept
     text = " ".join(joined * 2)
     began = time.perf_counter()
