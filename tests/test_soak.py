@@ -33,8 +33,8 @@ def test_a_short_soak_stays_flat_and_accounts_for_every_request(tmp_path: Path) 
 
     accounting = report["accounting"]
     # The app as users run it, the same app with glibc's mmap threshold fixed, the gateway.
-    assert set(accounting) == {"app_local", "app_llm", "app_mmap.app_local",
-                               "app_mmap.app_llm", "gateway"}
+    assert set(accounting) == {"app_local", "app_llm", "app_glibc.app_local",
+                               "app_glibc.app_llm", "gateway"}
     for name, acc in accounting.items():
         assert acc["requests_in"] > 0
         assert acc["unaccounted"] == 0, (name, acc)

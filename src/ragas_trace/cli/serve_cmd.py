@@ -61,7 +61,7 @@ def run(args: argparse.Namespace) -> int:
     # The receivers and the next hop are OTLP; the judge is known once settings are read.
     if not extras.require("serve", ("otlp", *extras.judge_extras(settings.judge))):
         return extras.EXIT_MISSING_EXTRA
-    from ragas_trace.gateway.allocator import return_large_buffers
+    from ragas_trace.allocator import return_large_buffers
     from ragas_trace.gateway.logs import configure_logging
     from ragas_trace.gateway.service import Gateway
 

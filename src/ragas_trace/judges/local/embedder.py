@@ -25,6 +25,7 @@ import numpy as np
 import numpy.typing as npt
 
 from ragas_trace._surrogates import without_surrogates
+from ragas_trace.allocator import return_large_buffers
 from ragas_trace.judges.local.vector_cache import VectorCache
 
 logger = logging.getLogger(__name__)
@@ -237,6 +238,9 @@ class Embedder:
                 raise ImportError(
                     "the local judge needs the 'local' extra: pip install 'ragas-trace[local]'"
                 ) from exc
+            # Before the model loads: what it frees would raise glibc's mmap threshold
+            # to 8-16 MiB for the whole app (ragas_trace.allocator).
+            return_large_buffers()
             model_path = self._model_path or default_model_path()
             tokenizer_path = self._tokenizer_path or default_tokenizer_path()
             verify_checksum(model_path, self._model_sha256)
