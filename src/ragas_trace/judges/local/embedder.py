@@ -337,8 +337,11 @@ class Embedder:
                 ["last_hidden_state"],
                 {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)},
             )
-        weights = mask[:, :, None].astype(np.float32)
-        pooled = (hidden * weights).sum(axis=1) / np.clip(weights.sum(axis=1), 1e-9, None)
+        weights = mask.astype(np.float32)
+        # A product of (texts, 1, width) by (texts, width, 384): no temporary the size
+        # of the hidden states, a block of over 1 MiB that glibc would mmap each time.
+        pooled = np.matmul(weights[:, None, :], hidden)[:, 0, :] / np.clip(
+            weights.sum(axis=1, keepdims=True), 1e-9, None)
         norms = np.linalg.norm(pooled, axis=1, keepdims=True)
         result: Vectors = (pooled / np.clip(norms, 1e-12, None)).astype(np.float32)
         return result
