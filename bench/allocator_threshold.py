@@ -48,7 +48,8 @@ from glibc_malloc import mallinfo2
 LADDER_KIB = (128, 256, 512, 1024, 2048, 4096, 8192, 16384, 32768)
 PROBE_BYTES = 256 << 20
 BLOCK_BYTES = 2 << 20
-COST_ROUNDS = 3  # the two local_judge steps, alternately: their block costs are a ratio
+# The judge's steps, fixed and left to glibc, alternately: their block costs are a ratio.
+COST_STEPS, COST_ROUNDS = ("local_judge", "local_judge_glibc"), 3
 STEPS = {
     "fresh": {},
     "app_request": {},
@@ -109,8 +110,8 @@ def step(name: str) -> dict[str, object]:
         LocalJudge().load()
     shares = {kib: mmapped_share(kib << 10) for kib in LADDER_KIB}
     from_arenas = [kib for kib, share in shares.items() if share < 0.5]
-    return {"arena_ceiling_kib": max(from_arenas, default=0), "mmapped_share": shares,
-            "block_us": block_cost_us()}
+    cost = {"block_us": block_cost_us()} if name in COST_STEPS else {}
+    return {"arena_ceiling_kib": max(from_arenas, default=0), "mmapped_share": shares, **cost}
 
 
 def block_cost_us(blocks: int = 200, repeats: int = 7) -> float:
@@ -137,11 +138,12 @@ def main() -> int:
     if args.step:
         print(json.dumps(step(args.step)))
         return 0
-    if not sys.platform.startswith("linux") or not hasattr(ctypes.CDLL(None), "mallinfo2"):
+    if mallinfo2() is None:
         print("allocator_threshold: needs Linux with glibc 2.33+ (mallinfo2)", file=sys.stderr)
         return 2
     env = {k: v for k, v in os.environ.items()
            if not k.startswith("MALLOC_") and k != "RAGAS_TRACE_MMAP_THRESHOLD"}
+
     def run(name: str) -> dict[str, Any]:
         out = subprocess.run([sys.executable, __file__, "--step", name],
                              env={**env, **STEPS[name]}, capture_output=True, text=True,
@@ -151,8 +153,8 @@ def main() -> int:
         return result
 
     measured = {name: run(name) for name in STEPS}
-    costs: dict[str, list[float]] = {"local_judge": [], "local_judge_glibc": []}
-    for _ in range(COST_ROUNDS):
+    costs = {name: [float(measured[name]["block_us"])] for name in COST_STEPS}
+    for _ in range(COST_ROUNDS - 1):
         for name, runs in costs.items():
             runs.append(float(run(name)["block_us"]))
     if args.no_write:
@@ -175,8 +177,7 @@ def main() -> int:
                      f"{labels[name]}"}
         for name, m in measured.items()} | {
         "block_cost_ratio": {
-            **repeated([a / b for a, b in zip(costs["local_judge"], costs["local_judge_glibc"],
-                                              strict=True)], 2),
+            **repeated([a / b for a, b in zip(*costs.values(), strict=True)], 2),
             "baseline": f"{statistics.median(costs['local_judge_glibc']):.0f} µs with "
                         "RAGAS_TRACE_MMAP_THRESHOLD=0",
             "label": "glibc: a 2 MiB numpy array made, filled, summed and freed, once the "

@@ -24,40 +24,24 @@ glibc's threshold as it is).
 from __future__ import annotations
 
 import ctypes
-import logging
 import os
 import sys
 
-logger = logging.getLogger("ragas_trace")
+from ragas_trace._settings import Setting, integer, resolve
 
 THRESHOLD_BYTES = 1 << 20
 MAX_BYTES = 32 << 20  # the most glibc's mallopt takes on 64-bit
-ENV = "RAGAS_TRACE_MMAP_THRESHOLD"
+SETTING = Setting("mmap_threshold", "RAGAS_TRACE_MMAP_THRESHOLD", THRESHOLD_BYTES,
+                  integer(0, MAX_BYTES), "glibc's mmap threshold in bytes; 0: glibc's own")
 _GLIBC_ENV = "MALLOC_MMAP_THRESHOLD_"
 _GLIBC_TUNABLE = "glibc.malloc.mmap_threshold"  # the same, set through GLIBC_TUNABLES
 _M_MMAP_THRESHOLD = -3  # glibc's malloc.h
 
 
-def threshold_from_env() -> int:
-    """``RAGAS_TRACE_MMAP_THRESHOLD`` in bytes, else 1 MiB; a bad value is logged and
-    the default used."""
-    raw = os.environ.get(ENV, "").strip()
-    if not raw:
-        return THRESHOLD_BYTES
-    try:
-        value = int(raw)
-    except ValueError:
-        value = -1
-    if 0 <= value <= MAX_BYTES:
-        return value
-    logger.warning("ignoring %s=%r: expected bytes from 0 to %d", ENV, raw, MAX_BYTES)
-    return THRESHOLD_BYTES
-
-
 def return_large_buffers() -> bool:
     """Fix glibc's mmap threshold (see the module's doc); whether it was set: ``False``
     where there is no glibc ``mallopt`` (macOS, musl) or the environment says not to."""
-    threshold = threshold_from_env()
+    threshold: int = resolve(SETTING, None, os.environ)
     chosen = (_GLIBC_ENV in os.environ
               or _GLIBC_TUNABLE in os.environ.get("GLIBC_TUNABLES", ""))
     if not sys.platform.startswith("linux") or chosen or not threshold:
