@@ -149,3 +149,26 @@ def test_accent_folding_keeps_function_words_out() -> None:
     # "für" and "über" are German function words; folded they must not become content.
     assert [t.text for t in content_tokens("Ein Preis für Kunst über Jahre")] == \
         ["Preis", "Kunst", "Jahre"]
+
+
+# context whose second sentence refers back with a pronoun, that sentence with the
+# pronoun replaced by what it stands for
+NAMED_PRONOUN = [
+    ("老城墙是明代修建的防御工事。它主要是为了防止洪水进入城内而加高的。",
+     "老城墙主要是为了防止洪水进入城内而加高的。"),
+    ("La boutique de la place Carnot a ouvert en 1962. Depuis le début, elle vend surtout "
+     "du pain de seigle aux habitants du quartier.",
+     "Depuis le début, le magasin vend surtout du pain de seigle aux habitants du "
+     "quartier."),
+]
+
+
+@pytest.mark.parametrize(("context", "answer"), NAMED_PRONOUN)
+def test_naming_what_a_pronoun_stands_for_is_no_substitution(
+        judge: LocalJudge, passing: float, context: str, answer: str) -> None:
+    evidence = build_evidence([context])
+    tokens = content_tokens(answer)
+    missing = [t for t in tokens if t not in evidence.vocabulary]
+    assert substitutions(answer, tokens, missing, evidence) == []
+    result = judge.evaluate_sync(None, [context], answer, F)
+    assert result.faithfulness is not None and result.faithfulness >= passing, result
