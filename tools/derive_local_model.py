@@ -6,9 +6,10 @@ The source model stores all-MiniLM-L6-v2's weights as int8 but dequantizes them 
 the session starts: every MatMul then runs in float32, at float32 speed. This keeps
 the same int8 weights and runs the attention projections (Q, K, V, output) and the
 feed-forward input projection as int8 MatMuls (``MatMulInteger``, weights per output
-channel, activations quantized per run). The feed-forward output projection stays a
-float MatMul over the source's int8 weights: its input (after GELU) has the widest
-range, and quantizing it costs most of the accuracy (see docs/methods.md, the local judge).
+channel in 7 bits, activations quantized per run). The feed-forward output projection
+stays a float MatMul over the source's int8 weights: its input (after GELU) has the
+widest range, and quantizing it costs most of the accuracy (see docs/methods.md, the
+local judge).
 
     pip install onnx
     python tools/derive_local_model.py src/ragas_trace/judges/local/data/model.onnx
@@ -49,10 +50,14 @@ def main(out: Path) -> None:
         keep_float = [n.name for n in graph.node if n.op_type == "MatMul" and (
             n.input[1] not in weights  # attention scores and mixing: activations only
             or n.input[0].startswith("gelu"))]  # feed-forward output projection
-        # 2. int8 MatMuls: weights per output channel, activations per run.
+        # 2. int8 MatMuls: weights per output channel, activations per run. Weights in
+        #    7 bits (reduce_range): on x86 CPUs without VNNI, onnxruntime sums pairs of
+        #    uint8 x int8 products in int16, which saturates with 8-bit weights, so the
+        #    vectors (and every score) differed by CPU (cosine 0.992 between an AVX2
+        #    and an AVX-512 VNNI machine). In 7 bits the sums are exact on every kernel.
         quantize_dynamic(str(folded), str(quantized), weight_type=QuantType.QInt8,
                          op_types_to_quantize=["MatMul"], per_channel=True,
-                         nodes_to_exclude=keep_float)
+                         reduce_range=True, nodes_to_exclude=keep_float)
         model = onnx.load(str(quantized))
     # 3. Tensors still float (embeddings, feed-forward output weights) go back to the
     #    source's int8 storage (Cast + per-row scale), which ORT folds at load.

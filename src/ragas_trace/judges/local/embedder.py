@@ -31,7 +31,7 @@ from ragas_trace.judges.local.vector_cache import VectorCache
 logger = logging.getLogger(__name__)
 
 MODEL_ID = "minilm-l6-int8"
-MODEL_SHA256 = "b7ce9e9d5c9bae4e7070bb2c716d325b16bf7b794149c8fec70713b8fc0ead03"
+MODEL_SHA256 = "3b56bc8c291f7b73499c1a01428df6e6780b751b07531d6fe12d780a88bfd460"
 TOKENIZER_SHA256 = "be50c3628f2bf5bb5e3a7f17b1f74611b2561a3a27eeab05e5aa30f411572037"
 DIMENSIONS = 384
 MAX_TOKENS = 256  # sentence-transformers' max_seq_length for this model
