@@ -158,6 +158,18 @@ def test_same_vectors_on_a_cpu_without_vnni() -> None:
     assert np.abs(emulated - native).max() < 1e-5
 
 
+def test_a_texts_vector_does_not_depend_on_the_texts_beside_it() -> None:
+    """The int8 MatMuls quantize a run's input with one scale: batched with a longer
+    text, a sentence's vector moved by up to 0.04. By default each text runs alone."""
+    text = "The warranty covers the motor and the brush head."
+    others = ["Emission from the reactor fell by a third after the filters were replaced "
+              "in 1998, according to the plant's operator and two independent surveys.",
+              "Yes."]
+    alone = Embedder(threads=1, cache_size=0).embed([text])
+    beside = Embedder(threads=1, cache_size=0).embed([others[0], text, others[1]])
+    assert np.abs(alone[0] - beside[1]).max() < 1e-6
+
+
 class Counting(Embedder):
     runs = 0
 
