@@ -59,11 +59,16 @@ class SlowModel(EchoChatModel):
 
 
 async def cancelled(awaitable: Any, after_s: float) -> bool:
-    try:
-        await asyncio.wait_for(awaitable, after_s)
-    except TimeoutError:
-        return True
-    return False
+    """Run ``awaitable`` for ``after_s``, cancel it if still running; whether it ended
+    cancelled. Not ``asyncio.wait_for``: on Python 3.11 it can report a timeout for a
+    request that finished as the timeout fired (CI saw 299 timeouts for 297 cancelled
+    requests)."""
+    task = asyncio.ensure_future(awaitable)
+    await asyncio.wait({task}, timeout=after_s)
+    task.cancel()  # a no-op once it is done
+    with contextlib.suppress(asyncio.CancelledError):
+        await task
+    return task.cancelled()
 
 
 def roots(tracing: InMemoryTracing) -> list[Any]:
@@ -101,12 +106,23 @@ async def test_cancelled_at_random_points_leave_no_open_run(tracing: InMemoryTra
     chain = rag_chain(model=SlowModel(delay_s=0.002))
     config = {"callbacks": [handler]}
     draw = random.Random(24)
-    outcomes = [await cancelled(chain.ainvoke(QUESTION, config=config), draw.uniform(0, 0.004))
-                for _ in range(300)]
+    outcomes = []
+    for _ in range(300):
+        before = len(roots(tracing))
+        was_cancelled = await cancelled(chain.ainvoke(QUESTION, config=config),
+                                        draw.uniform(0, 0.004))
+        (root,) = roots(tracing)[before:]
+        outcomes.append((was_cancelled, root))
     assert handler.open_runs == 0
-    found = roots(tracing)
-    assert len(found) == 300
-    assert sum(s.status.description == "cancelled" for s in found) == sum(outcomes)
+    for was_cancelled, root in outcomes:
+        if root.status.description == "cancelled":
+            assert was_cancelled and sc.OUTPUT_VALUE not in root.attributes
+        else:
+            # Not cancelled, or cancelled after the chain had ended (its callbacks
+            # said so, its answer was made): a completed run, as the framework saw it.
+            assert root.status.status_code is not StatusCode.ERROR
+            assert sc.OUTPUT_VALUE in root.attributes, root.attributes
+    assert sum(root.status.description == "cancelled" for _, root in outcomes) > 100
 
 
 async def test_cancelled_astream_consumer_leaves_no_open_run(tracing: InMemoryTracing) -> None:
