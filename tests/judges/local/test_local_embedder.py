@@ -141,9 +141,7 @@ def test_same_vectors_on_a_cpu_without_vnni() -> None:
     """onnxruntime picks its int8 kernel by CPU; with 8-bit weights the kernel of CPUs
     without VNNI saturates, and the vectors moved by up to 0.028 (cosine 0.992). The
     model's 7-bit weights make every kernel exact: the same vectors on a Haswell (AVX2
-    only), emulated by qemu, as on this machine. Both embed the texts afresh in one
-    batch: activations are quantized with one scale per batch, so a vector also moves
-    with the texts it was embedded beside."""
+    only), emulated by qemu, as on this machine."""
     qemu = shutil.which("qemu-x86_64")
     if qemu is None:
         pytest.skip("qemu-x86_64 not installed (apt-get install qemu-user; .ci/run does)")

@@ -17,6 +17,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from ragas_trace.judges.local.evidence import ContextSentence, Evidence
+from ragas_trace.judges.local.lexicon import PRONOUNS
 from ragas_trace.judges.local.tokens import Kind, Token
 
 # The statement follows a context sentence when that sentence holds this share of the
@@ -29,12 +30,6 @@ MIN_GROUNDED = 3  # fewer grounded tokens: too little to tell what the statement
 # its counterpart: the neighbours are far apart, the statement skipped a passage.
 MAX_EXTRA_TOKENS = 1
 _CJK = re.compile(r"[\u3400-\u9fff]")
-# A pronoun of the context stands for what it names before; a statement that names it
-# there instead ("老城墙主要..." for "它主要...") resolves the reference, it does not
-# change the fact, and comparing the two spans' embeddings cannot tell which.
-PRONOUNS = frozenset({  # those that are content tokens (English and German ones are not)
-    "il", "elle", "ils", "elles", "él", "ella", "ellos", "ellas",
-    "它", "他", "她", "它们", "他们", "她们", "其"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,6 +69,9 @@ def substitutions(statement: str, tokens: Sequence[Token], missing: Sequence[Tok
         if rest and sum(1 for t in rest if t.key in said_keys) < FOLLOWS_SHARE * len(rest):
             continue
         swap = _trimmed(_span(statement, run), _span(followed.text, between))
+        # A pronoun stands for what the context named before it: a statement naming
+        # that there ("老城墙主要..." for "它主要...") resolves the reference, it does
+        # not change the fact, and the spans' embeddings cannot tell which.
         if swap.instead.casefold() not in PRONOUNS:
             found.append(swap)
     return found
