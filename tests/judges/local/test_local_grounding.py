@@ -163,3 +163,22 @@ def test_a_function_word_opening_a_short_answer_is_not_a_missing_name(
     assert good.statements, good
     assert all("not in the context" not in s.reason for s in good.statements), good
     assert good.faithfulness > bad.faithfulness, (good, bad)
+
+
+WARRANTY = ("The X200 vacuum comes with a two-year warranty. A full recharge takes about "
+            "three hours. The X200 runs at 65 decibels.")
+
+
+@pytest.mark.parametrize(("question", "written_as_digits", "another_count"), [
+    ("How long is the warranty?", "The X200 comes with a 2-year warranty.",
+     "The X200 comes with a 4-year warranty."),
+    ("How long does charging take?", "A full recharge takes about 3 hours.",
+     "A full recharge takes about 6 hours."),
+])
+def test_a_count_the_context_spells_out_is_the_same_number_in_digits(
+        judge: LocalJudge, passing: float, question: str, written_as_digits: str,
+        another_count: str) -> None:
+    same = judge.evaluate_sync(question, [WARRANTY], written_as_digits, frozenset({F}))
+    other = judge.evaluate_sync(question, [WARRANTY], another_count, frozenset({F}))
+    assert same.faithfulness is not None and other.faithfulness is not None
+    assert same.faithfulness >= passing > other.faithfulness, (same, other)

@@ -44,6 +44,16 @@ def test_number_forms_are_normalised() -> None:
     assert keys == ["1500", "peopl", "-2", "degre", "-3", "1-0", "365.2422"]
 
 
+def test_a_context_that_spells_out_a_count_holds_it_in_digits() -> None:
+    # "2-year" and "two-year" state one fact; "one" stays a word ("one of the best").
+    # Only the context's words count: an answer's "seven days a week" is its own idiom.
+    vocabulary = build_evidence(["A two-year warranty, twenty-five crew, trois chats, one "
+                                 "of them."]).vocabulary
+    assert all(t in vocabulary for t in content_tokens("a 2-year warranty for 25 crew, 3 chats"))
+    assert "1" not in vocabulary.keys
+    assert kinds("a two-year warranty") == [("two-year", "word"), ("warranty", "word")]
+
+
 def test_chinese_text_becomes_character_bigrams() -> None:
     tokens = content_tokens("长城很长")
     assert [t.key for t in tokens] == ["长城", "城很", "很长"]

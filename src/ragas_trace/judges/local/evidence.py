@@ -22,6 +22,7 @@ from ragas_trace.judges.local.tokens import (
     content_tokens,
     fold_accents,
     normalise,
+    spelled_out,
 )
 from ragas_trace.metrics.sentences import split_sentences
 
@@ -79,11 +80,13 @@ def build_evidence(contexts: Sequence[str]) -> Evidence:
             referred = previous_names if continues else ()
             refers_back = bool(previous_names) and (
                 continues or bool(_REFERS_BACK.search(text)))
-            sentences.append(ContextSentence(text, tokens, Vocabulary(tokens + referred),
+            counts = tuple(spelled_out(tokens))
+            sentences.append(ContextSentence(text, tokens,
+                                             Vocabulary(tokens + counts + referred),
                                              continues, refers_back))
             names = tuple(t for t in tokens if t.kind is Kind.NAME or t.text[:1].isupper())
             previous_names = names or previous_names
-            every.extend(tokens)
+            every.extend(tokens + counts)
     words: set[str] = set()
     bigrams: set[tuple[str, str]] = set()
     for sentence in sentences:

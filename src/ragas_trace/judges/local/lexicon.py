@@ -138,6 +138,28 @@ dos cuatro cinco seis siete ocho nueve diez doce veinte cien ciento mil millón 
 """.split())
 CJK_NUMERALS = frozenset("一二两三四五六七八九十百千万亿")
 
+# The values of counting words, so that "two-year" and "2-year", "three hours" and "3
+# hours" are the same fact. Not "one" ("one of the", "no one"), nor words that are also
+# other words ("elf", "sept"), nor magnitudes ("3.5 million" is scaled, not counted).
+NUMBER_VALUES = {
+    **dict(zip("""two three four five six seven eight nine ten eleven twelve thirteen
+               fourteen fifteen sixteen seventeen eighteen nineteen twenty""".split(),
+               range(2, 21), strict=True)),
+    **dict(zip("thirty forty fifty sixty seventy eighty ninety".split(),
+               range(30, 100, 10), strict=True)),
+    **dict(zip("zwei drei vier fünf sechs sieben acht neun zehn".split(), range(2, 11),
+               strict=True)),
+    "zwölf": 12, "zwanzig": 20,
+    **dict(zip("deux trois quatre cinq six huit neuf dix".split(),
+               (2, 3, 4, 5, 6, 8, 9, 10), strict=True)),
+    "onze": 11, "douze": 12, "vingt": 20,
+    **dict(zip("dos tres cuatro cinco seis siete ocho nueve diez".split(), range(2, 11),
+               strict=True)),
+    "doce": 12, "veinte": 20,
+}
+# Tens that join a unit with a hyphen: "twenty-five" is 25.
+TENS = frozenset("twenty thirty forty fifty sixty seventy eighty ninety".split())
+
 
 def expectations(question: str) -> frozenset[Expects]:
     """The answer types a question asks for; several for compound questions ("When was

@@ -17,7 +17,14 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from enum import Enum
 
-from ragas_trace.judges.local.lexicon import MONTHS, STOPWORDS, VAGUE_CJK, VAGUE_WORDS
+from ragas_trace.judges.local.lexicon import (
+    MONTHS,
+    NUMBER_VALUES,
+    STOPWORDS,
+    TENS,
+    VAGUE_CJK,
+    VAGUE_WORDS,
+)
 
 # What a number is, defined here once: a run of decimal digits (``\d`` in a str
 # pattern: Unicode category Nd, what ``str.isdecimal`` tests; "25", "٢٥", "２５")
@@ -106,6 +113,39 @@ def content_tokens(text: str) -> list[Token]:
         grams = [(i, run[i:i + 2]) for i in range(len(run) - 1)] or [(0, run)]
         tokens.extend(Token(g, g, Kind.WORD, m.start() + i) for i, g in grams)
     return sorted(tokens, key=lambda t: t.start)
+
+
+def spelled_out(tokens: Iterable[Token]) -> list[Token]:
+    """The counts that words among ``tokens`` spell out, as number tokens, each with
+    the rest of its compound: "two-year" gives 2 and "year", "twenty-five" 25. A
+    context's "three hours" holds an answer's "3 hours". Not an answer's own: there
+    "seven days a week" or "out of five" is the answer's idiom more often than a count
+    the context must hold in some form."""
+    out = []
+    for token in tokens:
+        if token.kind is Kind.NUMBER or (counted := _number_word(normalise(token.text))) is None:
+            continue
+        key, rest = counted
+        raw = token.text
+        out.append(Token(raw[:len(raw) - len(rest) - 1] if rest else raw, key, Kind.NUMBER,
+                         token.start))
+        if rest not in STOPWORDS and len(rest) > 1:
+            out.append(Token(raw[-len(rest):], stem(fold_accents(rest)), Kind.WORD,
+                             token.start + len(raw) - len(rest)))
+    return out
+
+
+def _number_word(low: str) -> tuple[str, str] | None:
+    """A counting word's number key, and the rest of a hyphenated compound: "five" ->
+    ("5", ""), "twenty-five" -> ("25", ""), "two-year" -> ("2", "year"); None for any
+    other word."""
+    head, _, rest = low.partition("-")
+    if head not in NUMBER_VALUES:
+        return None
+    unit, _, after = rest.partition("-")
+    if head in TENS and (unit == "one" or NUMBER_VALUES.get(unit, 10) < 10):
+        return str(NUMBER_VALUES[head] + NUMBER_VALUES.get(unit, 1)), after
+    return str(NUMBER_VALUES[head]), rest
 
 
 def _sentence_initial(text: str, at: int) -> bool:
