@@ -50,6 +50,9 @@ def test_one_invented_sentence_pulls_a_long_answer_down(judge: LocalJudge,
     ("How long does the crossing to Skarra take?", "About forty minutes."),
     ("Do bicycles travel free on the ferry?", "Yes, bicycles travel free of charge."),
     ("Do bicycles pay a fare on the ferry?", "No, bicycles travel free of charge."),
+    ("Do bicycles travel free on the ferry?", "Yes."),
+    ("Do bicycles pay a fare on the ferry?", "No, they don't."),
+    ("Ist die Fahrt für Fahrräder kostenlos?", "Ja."),
 ])
 def test_a_direct_answer_is_relevant(judge: LocalJudge, question: str, answer: str) -> None:
     scores = judge.evaluate_sync(question, [" ".join(GUIDE)], answer, frozenset({AR}))

@@ -198,7 +198,8 @@ _YES_NO_QUESTION = re.compile(
     r"^\W*(is|are|was|were|do|does|did|can|could|will|would|should|shall|has|have|had|may"
     r"|might|must|ist|sind|war|waren|kann|können|hat|haben|wird|werden|gibt|est-ce)\b",
     re.IGNORECASE)
-_YES_NO_REPLY = re.compile(r"^\W*(yes|no|nope|yeah|ja|nein|oui|non|sí|si)\b", re.IGNORECASE)
+YES_NO_WORDS = frozenset("yes no nope yeah ja nein oui non sí si".split())
+_YES_NO_REPLY = re.compile(r"^\W*(" + "|".join(YES_NO_WORDS) + r")\b", re.IGNORECASE)
 
 
 def replies_yes_no(question: str, answer: str) -> bool:

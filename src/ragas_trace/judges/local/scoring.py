@@ -19,11 +19,13 @@ from ragas_trace.judges.local.lexicon import (
     COMPARISON,
     NUMBER_WORDS,
     VAGUE_WORDS,
+    YES_NO_WORDS,
     Expects,
     alternatives,
     expectations,
     replies_yes_no,
 )
+from ragas_trace.judges.local.negation import is_negated
 from ragas_trace.judges.local.tokens import (
     Kind,
     RarityFn,
@@ -72,6 +74,11 @@ def answer_relevance(
     closeness = _ramp(similarity, ANSWER_FLOOR, ANSWER_FULL)
     question_vocabulary = Vocabulary(content_tokens(question))
     answer_tokens = content_tokens(answer)
+    # "No." or "No, it isn't." to "Is the battery covered?" answers all that was
+    # asked, while its vector, of a word or two, is near no question.
+    if replies_yes_no(question, answer) and all(
+            normalise(t.text) in YES_NO_WORDS or is_negated(t.text) for t in answer_tokens):
+        closeness = 1.0
     new = [t for t in answer_tokens
            if t not in question_vocabulary and normalise(t.text) not in VAGUE_WORDS
            and not CJK_FUNCTION_CHARS.intersection(t.text)]
