@@ -21,6 +21,7 @@ from ragas_trace.judges.local.support_model import (
     MODEL_FILE,
     SupportModelError,
     load_models,
+    toward_overlap,
 )
 from ragas_trace.results import DEFAULT_THRESHOLDS, Metric, MetricStatus
 
@@ -85,6 +86,19 @@ def test_fitting_recovers_the_direction_of_the_evidence() -> None:
     assert model.coef[0] > 0 > model.coef[1]
     assert model.probability({"a": 2.0, "b": -1.0}) > 0.9 > 0.1 > model.probability(
         {"a": -2.0, "b": 1.0})
+
+
+def test_faithfulness_leans_toward_word_overlap_by_the_fitted_weight() -> None:
+    models = load_models()
+    assert 0.0 < models.lexical_weight < 0.5
+    assert toward_overlap(0.7, 0.2, 0.0) == pytest.approx(0.7)
+    assert toward_overlap(0.7, 0.7, 0.3) == pytest.approx(0.7)
+    # The same fitted probability: the answer whose words the context holds scores
+    # higher, one with none of them (a share of 0: no log-odds) lower, never 0.
+    held, none = toward_overlap(0.6, 0.95, 0.1), toward_overlap(0.6, 0.0, 0.1)
+    assert held > 0.6 > none > 0.0
+    values = dict.fromkeys(models.answer.features, 0.5) | {"word_overlap": 0.0}
+    assert models.faithfulness(values) < models.answer.probability(values)
 
 
 def test_folds_keep_a_source_together_and_are_fixed() -> None:

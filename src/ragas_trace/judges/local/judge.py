@@ -379,7 +379,7 @@ class _Record:
         verdicts = tuple(StatementVerdict(m.statement, d >= 0.5, f"support {d:.2f}: {m.reason}")
                          for m, d in zip(measured, degrees, strict=True))
         answer = with_supports(whole, degrees)
-        return MetricResult.scored(models.answer.probability(answer)), verdicts
+        return MetricResult.scored(models.faithfulness(answer)), verdicts
 
     def _similarity(self, first: str, second: str) -> float:
         """Cosine of two short texts found only while scoring (a second, small call

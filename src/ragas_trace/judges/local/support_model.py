@@ -60,12 +60,38 @@ class LogisticModel:
         return cls(features, arrays[0], arrays[1], arrays[2], float(data["intercept"]))
 
 
+# Shares of 0 and 1 have no log-odds: an answer with no word in the context counts
+# as one in a thousand.
+_EDGE = 1e-3
+
+
+def _log_odds(share: float) -> float:
+    share = min(1.0 - _EDGE, max(_EDGE, share))
+    return math.log(share / (1.0 - share))
+
+
+def toward_overlap(probability: float, overlap: float, weight: float) -> float:
+    """The answer model's probability with its log-odds moved toward those of word
+    overlap (the share of the answer's words the context holds) by ``weight``: the
+    fit reads overlap beside the other evidence, but on a kind of data it was not
+    fitted on it leans on that other evidence too much."""
+    z = (1.0 - weight) * _log_odds(probability) + weight * _log_odds(overlap)
+    return 1.0 / (1.0 + math.exp(-z))
+
+
 @dataclass(frozen=True)
 class SupportModels:
     statement: LogisticModel  # a sentence of the answer
     short: LogisticModel  # a bare entity, number or phrase, read with the question
     answer: LogisticModel  # the answer's faithfulness from its statements' supports
     thresholds: Mapping[str, float]  # per metric: pass at or above
+    lexical_weight: float  # how far faithfulness leans toward word overlap
+
+    def faithfulness(self, values: Mapping[str, float]) -> float:
+        """The answer's faithfulness from its evidence as a whole and its statements'
+        supports (``features.with_supports``)."""
+        return toward_overlap(self.answer.probability(values), values["word_overlap"],
+                              self.lexical_weight)
 
 
 @cache
@@ -79,6 +105,6 @@ def load_models(path: Path = MODEL_FILE) -> SupportModels:
         return SupportModels(LogisticModel.from_json(data["statement"], STATEMENT_FEATURES),
                              LogisticModel.from_json(data["short"], SHORT_FEATURES),
                              LogisticModel.from_json(data["answer"], ANSWER_FEATURES),
-                             thresholds)
+                             thresholds, float(data["lexical_weight"]))
     except (OSError, ValueError, KeyError, TypeError) as exc:
         raise SupportModelError(f"cannot read {path.name}: {exc}") from exc
