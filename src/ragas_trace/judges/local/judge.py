@@ -359,8 +359,9 @@ class _Record:
                       ) -> tuple[MetricResult, tuple[StatementVerdict, ...]]:
         """The fitted probability that the answer holds no unsupported statement, read
         from its statements' fitted supports and its evidence as a whole (the share of
-        its words the context holds among them). Each statement's verdict is its own
-        support cut at one half."""
+        its words the context holds among them), leaning toward that share
+        (``SupportModels.faithfulness``). Each statement's verdict is its own support
+        cut at one half."""
         if not self.answer:
             return MetricResult.unscored(MetricStatus.NO_ANSWER), ()
         if not self.evidence.sentences:
