@@ -105,6 +105,15 @@ def test_why_says_what_fails_even_when_every_statement_is_supported() -> None:
     assert table[2].endswith("FAIL   faith 0.35 < 0.4")
 
 
+def test_a_failing_score_never_reads_as_its_threshold() -> None:
+    """0.497 against 0.5 rounds to 0.50: a failing score is cut instead."""
+    row = _row(0.9, "pass", (), 0.497, "fail")
+    assert row.why == "ans-rel 0.49 < 0.5"
+    assert "0.49 ✗" in render_table([row]) and "0.50" not in render_table([row])
+    assert _row(0.29, "fail").why == "faith 0.29 < 0.4"
+    assert "0.90 ✓" in render_table([_row(0.899, "pass")])
+
+
 class _Broken(SpanExporter):
     def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
         raise RuntimeError("down")
