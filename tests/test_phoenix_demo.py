@@ -23,6 +23,7 @@ from typing import Any
 
 import pytest
 
+from ragas_trace.demo.report import shown_score
 from ragas_trace.testing.phoenix_server import phoenix_executable
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -147,7 +148,8 @@ def test_make_phoenix_prints_a_url_phoenix_serves(tmp_path: Path) -> None:
                     assert result["score"] is None, (row, metric, result)
                     continue
                 value, mark = row[metric].split()
-                assert f"{result['score']:.2f}" == value, (row, metric, result)
+                assert shown_score(result["score"], result["label"]) == value, \
+                    (row, metric, result)
                 assert result["label"] == {"✓": "pass", "✗": "fail"}[mark], (row, metric)
                 assert result["label"] == ("pass" if result["score"] >= thresholds[metric]
                                            else "fail"), (row, metric, result)

@@ -48,7 +48,7 @@ class RequestRow:
         answer score beside its threshold ("ans-rel 0.41 < 0.56"); for an answer that
         passes, that statement alone (empty when every statement is supported)."""
         parts = [f'"{self.unsupported[0]}"'] if self.unsupported else []
-        parts += [f"{_SHORT[m]} {_shown(value, 'fail')} < {self.thresholds[m]:g}"
+        parts += [f"{_SHORT[m]} {shown_score(value, 'fail')} < {self.thresholds[m]:g}"
                   if (value := self.scores[m]) is not None and m in self.thresholds
                   else f"{_SHORT[m]} fails"
                   for m in _ANSWER_METRICS if self.labels[m] == "fail"]
@@ -125,10 +125,11 @@ def summary(rows: Sequence[RequestRow], thresholds: Mapping[str, float] | None =
 def _score_cell(value: float | None, label: str | None) -> str:
     if value is None:
         return "-"
-    return f"{_shown(value, label)} {'✓' if label == 'pass' else '✗' if label == 'fail' else ' '}"
+    mark = "✓" if label == "pass" else "✗" if label == "fail" else " "
+    return f"{shown_score(value, label)} {mark}"
 
 
-def _shown(value: float, label: str | None) -> str:
+def shown_score(value: float, label: str | None) -> str:
     """Two decimals; a failing score cut, not rounded, so that it reads below its
     threshold (0.507 against 0.51 shows as 0.50, not "0.51 < 0.51")."""
     if label == "fail":  # 1e-9: 0.29 * 100 is 28.999999999999996
