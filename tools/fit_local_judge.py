@@ -145,7 +145,7 @@ FOR = frozenset({
     "similarity", "sentence_similarity", "coverage", "local_coverage", "local_facts",
     "exact_coverage", "bigram_share", "placement", "change_similarity", "field_matches",
     "verbatim", "held", "frame", "frame_gap", "nearness", "slot", "kind_fit", "linked",
-    "mean_support", "log_support", "answer_bigram_share", "word_overlap",
+    "mean_support", "answer_bigram_share", "word_overlap",
     "word_overlap_multi",
     "similarity_x_coverage", "local_x_similarity",
     *(f"{name}_single" for name in SINGLE if name != "missing_facts")})

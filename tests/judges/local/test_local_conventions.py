@@ -12,7 +12,7 @@ import pytest
 
 from ragas_trace.judges.local import LocalJudge
 from ragas_trace.judges.local.conventions import answer_parts
-from ragas_trace.judges.local.numbers import near, same_clock
+from ragas_trace.judges.local.numbers import near, same_clock, unit_follows
 from ragas_trace.judges.local.structured import flatten_passage, yes_no_field
 from ragas_trace.results import Metric, MetricStatus
 
@@ -101,9 +101,13 @@ def test_a_statement_against_a_yes_no_field_names_it(
 
 def test_numbers_rounded_scaled_or_converted_are_near_the_contexts() -> None:
     assert near("3.5", [3_482_000.0])  # "about 3.5 million"
-    assert near("26", [79.0])  # 79 °F is 26 °C
-    assert near("8", [5.0])  # 5 miles are 8 km
-    assert not near("26", [27.0])
+    assert near("26", [79.0], measured=True)  # 79 °F is 26 °C
+    assert near("8", [5.0], measured=True)  # 5 miles are 8 km
+    # Without a unit after it a number is no conversion: "5 stars", "8 pm" (18:00).
+    assert not near("8", [5.0]) and not near("8", [18.0])
+    assert unit_follows("26 °C", 2) and unit_follows("8 km away", 1)
+    assert not unit_follows("8 pm", 1) and not unit_follows("5 stars", 1)
+    assert not near("26", [27.0], measured=True)
     assert not near("1930", [1931.0])  # a year is not rounded
     assert same_clock("5:00", {17, 0, 21})  # 5 pm on a 24-hour record
     assert not same_clock("11:30", {17, 0})

@@ -172,6 +172,8 @@ WARRANTY = ("The X200 vacuum comes with a two-year warranty. A full recharge tak
 @pytest.mark.parametrize(("question", "written_as_digits", "another_count"), [
     ("How long is the warranty?", "The X200 comes with a 2-year warranty.",
      "The X200 comes with a 4-year warranty."),
+    ("How long is the warranty?", "The X200 comes with a two-year warranty.",
+     "The X200 comes with a five-year warranty."),
     ("How long does charging take?", "A full recharge takes about 3 hours.",
      "A full recharge takes about 6 hours."),
 ])

@@ -51,7 +51,17 @@ def test_a_context_that_spells_out_a_count_holds_it_in_digits() -> None:
                                  "of them."]).vocabulary
     assert all(t in vocabulary for t in content_tokens("a 2-year warranty for 25 crew, 3 chats"))
     assert "1" not in vocabulary.keys
-    assert kinds("a two-year warranty") == [("two-year", "word"), ("warranty", "word")]
+    assert kinds("a seven-day week, seven days") == [("7", "number"), ("day", "word"),
+                                                     ("week", "word"), ("seve", "word"),
+                                                     ("days", "word")]
+
+
+def test_a_counting_compound_is_its_count_in_any_text() -> None:
+    # An answer's "five-year warranty" states 5, which a context's "two-year" is not;
+    # its plain "seven days a week" stays words.
+    two = build_evidence(["The X200 comes with a two-year warranty."]).vocabulary
+    assert [t in two for t in content_tokens("a five-year warranty")] == [False, True, True]
+    assert all(t in two for t in content_tokens("a two-year warranty"))
 
 
 def test_chinese_text_becomes_character_bigrams() -> None:

@@ -104,6 +104,8 @@ def content_tokens(text: str) -> list[Token]:
         low = normalise(raw)
         if low in MONTHS and raw[0].isupper():  # "may", "march" are verbs
             tokens.append(Token(raw, low, Kind.NUMBER, m.start()))
+        elif "-" in low and (counted := _number_word(low)) is not None:
+            tokens.extend(_compound(raw, m.start(), *counted))
         elif raw[0].isupper() and len(raw) > 1 and not _sentence_initial(text, m.start()):
             tokens.append(Token(raw, stem(fold_accents(low)), Kind.NAME, m.start()))
         elif low not in STOPWORDS and len(low) > 1:
@@ -116,22 +118,27 @@ def content_tokens(text: str) -> list[Token]:
 
 
 def spelled_out(tokens: Iterable[Token]) -> list[Token]:
-    """The counts that words among ``tokens`` spell out, as number tokens, each with
-    the rest of its compound: "two-year" gives 2 and "year", "twenty-five" 25. A
-    context's "three hours" holds an answer's "3 hours". Not an answer's own: there
-    "seven days a week" or "out of five" is the answer's idiom more often than a count
-    the context must hold in some form."""
+    """The counts that words among ``tokens`` spell out ("three" in "three hours"), as
+    number tokens. A context's "three hours" holds an answer's "3 hours". Not an
+    answer's own: there "seven days a week" or "out of five" is the answer's idiom more
+    often than a count the context must hold in some form. (A hyphenated compound,
+    "two-year", is a count and its unit in any text: ``content_tokens`` splits it.)"""
     out = []
     for token in tokens:
-        if token.kind is Kind.NUMBER or (counted := _number_word(normalise(token.text))) is None:
+        if token.kind is Kind.NUMBER or "-" in token.text or \
+                (counted := _number_word(normalise(token.text))) is None:
             continue
-        key, rest = counted
-        raw = token.text
-        out.append(Token(raw[:len(raw) - len(rest) - 1] if rest else raw, key, Kind.NUMBER,
-                         token.start))
-        if rest not in STOPWORDS and len(rest) > 1:
-            out.append(Token(raw[-len(rest):], stem(fold_accents(rest)), Kind.WORD,
-                             token.start + len(raw) - len(rest)))
+        out.append(Token(token.text, counted[0], Kind.NUMBER, token.start))
+    return out
+
+
+def _compound(raw: str, start: int, key: str, rest: str) -> list[Token]:
+    """A counting compound's number and the rest of it: "two-year" gives 2 and "year",
+    "twenty-five" 25."""
+    out = [Token(raw[:len(raw) - len(rest) - 1] if rest else raw, key, Kind.NUMBER, start)]
+    if rest and rest not in STOPWORDS and len(rest) > 1:
+        out.append(Token(raw[-len(rest):], stem(fold_accents(rest)), Kind.WORD,
+                         start + len(raw) - len(rest)))
     return out
 
 
