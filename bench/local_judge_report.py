@@ -19,6 +19,9 @@ bins; the cross-validated scores). Answers the judge leaves
 unscored (nothing checkable, e.g. a refusal) count as neither passing nor failing
 and are left out of the rankings; their number is reported.
 
+Answer relevance of real answers: AttributionBench dev's whole responses to their own
+question, and to another question of the set, passing the shipped threshold.
+
 Baselines: ``lexical``, the share of the answer's content words found in the
 passages; ``length``, shorter answers score higher (HaluEval is dominated by it).
 
@@ -42,7 +45,13 @@ from typing import Any
 TOOLS = Path(__file__).resolve().parents[1] / "tools"
 sys.path.insert(0, str(TOOLS))
 from fit_local_judge import cross_validated, development_measured, left_out  # noqa: E402
-from judge_data import Answer, held_out, words  # noqa: E402
+from judge_data import (  # noqa: E402
+    Answer,
+    attributionbench_responses,
+    held_out,
+    shared_data,
+    words,
+)
 
 from ragas_trace.judges.local import Embedder, LocalJudge  # noqa: E402
 from ragas_trace.judges.local.lexicon import STOPWORDS  # noqa: E402
@@ -179,6 +188,35 @@ def report_set(answers: Sequence[Answer], judge: Scores, threshold: float,
     return out
 
 
+def real_answer_relevance(data: Path, threads: int) -> dict[str, Any]:
+    """Answer relevance of real answers: AttributionBench dev's whole responses (one per
+    question) to their own question, and the same responses to another question of the
+    set (a control that must fail), with their references; share passing the shipped
+    threshold, and the median."""
+    rows = attributionbench_responses(data)
+    judge = LocalJudge(embedder=Embedder(threads=threads, cache_size=50_000))
+    judge.load()
+    threshold = judge.thresholds["answer_relevance"]
+
+    def one(row: tuple[str, tuple[str, ...], str]) -> float | None:
+        question, references, response = row
+        result = judge.evaluate_sync(question, list(references), response,
+                                     frozenset({Metric.ANSWER_RELEVANCE}))
+        return result.results[Metric.ANSWER_RELEVANCE].value
+
+    out: dict[str, Any] = {"responses": len(rows), "threshold": threshold}
+    # The other question: half the set away, so never the response's own.
+    for name, shift in (("own_question", 0), ("other_question", len(rows) // 2)):
+        pairs = [(rows[(i + shift) % len(rows)][0], references, response)
+                 for i, (_, references, response) in enumerate(rows)]
+        with ThreadPoolExecutor(threads) as pool:
+            values = sorted(v for v in pool.map(one, pairs) if v is not None)
+        out[name] = {"pass": round(sum(1 for v in values if v >= threshold)
+                                   / max(1, len(values)), 4),
+                     "median": round(values[len(values) // 2], 4) if values else None}
+    return out
+
+
 def verbatim_pass(answers: Sequence[Answer], scores: Scores, threshold: float) -> dict[str, Any]:
     """HaluEval's right answers that are spans of their passage: share passing."""
     spans = [a for a in answers if not a.hallucinated and a.dataset == "halueval"
@@ -237,6 +275,14 @@ def figures(report: dict[str, Any]) -> dict[str, dict[str, Any]]:
             "label": f"Local judge, all three metrics, {int(chars):,}-character contexts "
                      f"(RAGTruth articles joined), {report['threads']} threads, one record "
                      "at a time (median)"}
+    r = report["real_answer_relevance"]
+    for name, what in (("own_question", "to their own question"),
+                       ("other_question", "to another question of the set (must fail)")):
+        out[f"attributionbench_responses:answer_relevance_pass_{name}"] = {
+            "value": r[name]["pass"], "unit": "share",
+            "label": f"Answer relevance of AttributionBench dev's real responses "
+                     f"({r['responses']}) {what}: share passing at the shipped threshold "
+                     f"{r['threshold']}"}
     v = report["halueval_verbatim"]
     out["halueval:verbatim_pass"] = {
         "value": v["pass"], "unit": "share",
@@ -253,7 +299,8 @@ def main() -> int:
     parser.add_argument("--no-write", action="store_true", help="print only")
     args = parser.parse_args()
     measured = development_measured(args.features, args.threads)
-    if measured is None:
+    data = shared_data()
+    if measured is None or data is None:
         return 2
     threshold = load_models().thresholds["faithfulness"]
     dev_answers = [m.answer for m in measured]
@@ -276,7 +323,8 @@ def main() -> int:
     report["threads"] = args.threads
     report["seconds_per_record"] = speed(dev_answers, args.threads)
     report |= {"threshold": threshold, "sets": sets,
-              "halueval_verbatim": verbatim_pass(dev_answers, dev_scores, threshold)}
+              "halueval_verbatim": verbatim_pass(dev_answers, dev_scores, threshold),
+              "real_answer_relevance": real_answer_relevance(data, args.threads)}
     print(json.dumps(report, indent=1))
     if not args.no_write:
         write_results("local_judge_report", figures(report),

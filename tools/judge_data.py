@@ -94,6 +94,14 @@ def attributionbench(data: Path) -> list[Answer]:
     return out
 
 
+def attributionbench_responses(data: Path) -> list[tuple[str, tuple[str, ...], str]]:
+    """Each question's whole response, with its references: (question, references,
+    response), one per question."""
+    rows = {str(row["question"]): row for row in _jsonl(data / "attributionbench-dev.jsonl")}
+    return [(q, tuple(str(r) for r in row["references"]),  # type: ignore[attr-defined]
+             str(row["response"])) for q, row in rows.items()]
+
+
 def public_pairs(part: str) -> list[Answer]:
     """``part``: "dev" or "held_out". The group is the passage (``p12`` of ``p12q0-swap``)
     in its language's set."""

@@ -59,3 +59,28 @@ def test_a_direct_answer_is_relevant(judge: LocalJudge, question: str, answer: s
     value = scores.result(AR).value
     assert value is not None and value >= judge.thresholds["answer_relevance"], \
         scores.result(AR)
+
+
+
+
+LISTED = """Here is what a visitor should know about the Varnholm ferry line:
+1. The line started service in 1958, and some of its boats are old.
+2. The crossing to Skarra takes forty minutes in calm weather.
+3. Tickets are sold at the harbour office; many visitors buy them on board.
+4. In winter the first boat leaves at seven in the morning.
+5. Bicycles travel free of charge, and some cafés near the pier rent them."""
+PLAIN = ("The line started service in 1958. The crossing to Skarra takes forty minutes in "
+         "calm weather. Tickets are sold at the harbour office. In winter the first boat "
+         "leaves at seven in the morning. Bicycles travel free of charge.")
+
+
+def test_a_long_answer_is_not_made_irrelevant_by_its_count_of_details(
+        judge: LocalJudge) -> None:
+    # A real answer's numbered list and its "some" and "many" are not each a sign of
+    # evasion: counted per statement, not per word, they cost the list little against
+    # the same facts in plain sentences (each word counted: 0.21 of it).
+    context = [" ".join(GUIDE)]
+    plain = judge.evaluate_sync(QUESTION, context, PLAIN, frozenset({AR})).result(AR).value
+    listed = judge.evaluate_sync(QUESTION, context, LISTED, frozenset({AR})).result(AR)
+    assert plain is not None and listed.value is not None
+    assert listed.value >= 0.8 * plain, (listed, plain)

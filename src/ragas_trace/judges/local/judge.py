@@ -401,8 +401,11 @@ class _Record:
         if framed is not None and framed.bearing > similarity:
             similarity += (framed.bearing - similarity) * framed.fit
         grounded = self.evidence.vocabulary if self.evidence.sentences else None
-        value, reason = answer_relevance(self.question, similarity, self.answer, grounded,
-                                         self.rarity)
+        # Markup is no content: a list's "1." or a citation's "[2]" is not a number the
+        # answer invents.
+        plain = "\n".join(clean_line(line) for line in self.answer.splitlines())
+        value, reason = answer_relevance(self.question, similarity, plain, grounded,
+                                         self.rarity, len(self.answer_parts))
         return MetricResult(min(1.0, max(0.0, value)), MetricStatus.SCORED, reason)
 
     def _answer_vector(self, vec: _VecFn) -> Vectors:

@@ -44,6 +44,8 @@ NEED_FLOOR, NEED_FULL = 0.30, 0.60
 ANSWER_FLOOR, ANSWER_FULL = 0.20, 0.70
 # An invented name or number must not make an answer look more to the point than the
 # grounded one it replaces: a mild discount each (faithfulness judges it in full).
+# Both discounts count per statement of the answer: a long answer's list numbers, or
+# its "some" and "many", are not each a statement's worth of evasion.
 UNSUPPORTED_FACT_FACTOR = 0.8
 VAGUE_FACTOR = 0.75  # per placeholder word ("someone", "something") in an answer
 UNMET_EXPECTATION_FACTOR = 0.5  # a "when" question answered without any date...
@@ -62,13 +64,13 @@ def _weighted(tokens: Sequence[Token], rarity: RarityFn) -> float:
 
 def answer_relevance(
     question: str, similarity: float, answer: str, grounded: Vocabulary | None,
-    rarity: RarityFn,
+    rarity: RarityFn, statements: int = 1,
 ) -> tuple[float, str]:
     """Closeness of question and answer, discounted when the answer adds nothing the
     question did not already say, uses placeholders, or lacks the kind of fact the
     question asks for (a date for "when", a name for "who"). What the answer adds
     counts only where the context (``grounded``, when there is one) has it: content
-    the context lacks is never rewarded."""
+    the context lacks is never rewarded. ``statements``: how many the answer makes."""
     # A good answer is not a paraphrase of its question: its cosine with it reaches
     # ~0.7 at best, where the paper compares questions with questions.
     closeness = _ramp(similarity, ANSWER_FLOOR, ANSWER_FULL)
@@ -96,8 +98,9 @@ def answer_relevance(
         informativeness = 1.0
     vague = vague_count(answer)
     unmet = [kind for kind in expectations(question) if not meets(kind, new)]
-    value = closeness * (0.5 + 0.5 * informativeness) * VAGUE_FACTOR ** vague \
-        * UNMET_EXPECTATION_FACTOR ** len(unmet) * UNSUPPORTED_FACT_FACTOR ** len(invented)
+    per = max(1, statements)
+    value = closeness * (0.5 + 0.5 * informativeness) * VAGUE_FACTOR ** (vague / per) \
+        * UNMET_EXPECTATION_FACTOR ** len(unmet) * UNSUPPORTED_FACT_FACTOR ** (len(invented) / per)
     parts = [f"question-answer similarity {similarity:.2f}",
              f"supported new content weight {new_weight:.1f}"]
     if invented:
