@@ -53,6 +53,11 @@ def test_one_invented_sentence_pulls_a_long_answer_down(judge: LocalJudge,
     ("Do bicycles travel free on the ferry?", "Yes."),
     ("Do bicycles pay a fare on the ferry?", "No, they don't."),
     ("Ist die Fahrt für Fahrräder kostenlos?", "Ja."),
+    # A sentence whose subject is a pronoun is as close to the question as the context
+    # sentence it comes from; its own vector, without the subject, is not.
+    ("How long does the crossing to Skarra take?", "It takes forty minutes in calm weather."),
+    ("When does the first winter boat leave?", "It leaves at seven in the morning."),
+    ("Who ran the ferry line until 1970?", "Its founder, Ingrid Solberg, ran it."),
 ])
 def test_a_direct_answer_is_relevant(judge: LocalJudge, question: str, answer: str) -> None:
     scores = judge.evaluate_sync(question, [" ".join(GUIDE)], answer, frozenset({AR}))
@@ -61,6 +66,18 @@ def test_a_direct_answer_is_relevant(judge: LocalJudge, question: str, answer: s
         scores.result(AR)
 
 
+
+
+@pytest.mark.parametrize(("question", "answer"), [
+    ("Where are tickets sold?", "It takes forty minutes in calm weather."),
+    ("When does the first winter boat leave?", "Bicycles travel free of charge on every crossing."),
+])
+def test_a_sentence_that_answers_another_question_is_not_relevant(
+        judge: LocalJudge, question: str, answer: str) -> None:
+    scores = judge.evaluate_sync(question, [" ".join(GUIDE)], answer, frozenset({AR}))
+    value = scores.result(AR).value
+    assert value is not None and value < judge.thresholds["answer_relevance"], \
+        scores.result(AR)
 
 
 LISTED = """Here is what a visitor should know about the Varnholm ferry line:

@@ -259,8 +259,8 @@ class _Record:
 
     def _prepare(self) -> tuple[_VecFn, Vectors, FramedSupport | None]:
         """Wait for the vectors; the context's sentence vectors (all of them, or none
-        when the context is read in windows) and a short answer's reading in the
-        question's frame."""
+        when the context is read in windows) and a short or one-sentence answer's
+        reading in the question's frame."""
         texts = self.texts
         vectors = self.pending.result() if self.pending else np.zeros((0, 0), np.float32)
         index = {t: i for i, t in enumerate(texts)}
@@ -273,7 +273,7 @@ class _Record:
             if self._context_needed() and self.windows is None \
             else np.zeros((0, 1), np.float32)
         framed = None
-        if self.short and self._context_needed():
+        if (self.short or self._one_sentence()) and self._context_needed():
             evidence, own = self._read_against(self.statements[0] if self.statements
                                                else self.question, vec, sentence_vectors)
             framed = framed_support(self.question, vec(self.question), self.answer_parts[0],
@@ -338,10 +338,17 @@ class _Record:
         return Scores(judge="", results=results, statements=verdicts,
                       context_sentences=len(self.evidence.sentences), kept_sentences=kept)
 
+    def _one_sentence(self) -> bool:
+        """An answer of one sentence: like a short answer, as close to the question as
+        the context sentence it comes from ("It runs at 65 decibels." to "How loud is
+        the X200?"), which its own vector, without the subject, is not."""
+        return not self.short and bool(self.question) and len(self.answer_parts) == 1
+
     def _context_needed(self) -> bool:
         return bool(self.sentence_texts) and (
             (Metric.FAITHFULNESS in self.metrics and bool(self.statements))
-            or (Metric.ANSWER_RELEVANCE in self.metrics and self.short)
+            or (Metric.ANSWER_RELEVANCE in self.metrics
+                and (self.short or self._one_sentence()))
             or (Metric.CONTEXT_RELEVANCE in self.metrics and bool(self.question)))
 
     def _texts_to_embed(self) -> list[str]:
