@@ -229,6 +229,10 @@ class _Record:
         # that each text is embedded once.
         self.answer_parts = [clean_line(self.answer)] if self.short else (
             claims or [self.answer])
+        # Read, like a short answer, through the context sentence that holds it: "It
+        # runs at 65 decibels." is as close to "How loud is the X200?" as the sentence
+        # it comes from, which its own vector, without the subject, is not.
+        self.read_framed = self.short or (bool(self.question) and len(self.answer_parts) == 1)
         if not claims or Metric.FAITHFULNESS not in self.metrics:
             self.statements = []
         elif self.short:
@@ -273,7 +277,7 @@ class _Record:
             if self._context_needed() and self.windows is None \
             else np.zeros((0, 1), np.float32)
         framed = None
-        if (self.short or self._one_sentence()) and self._context_needed():
+        if self.read_framed and self._context_needed():
             evidence, own = self._read_against(self.statements[0] if self.statements
                                                else self.question, vec, sentence_vectors)
             framed = framed_support(self.question, vec(self.question), self.answer_parts[0],
@@ -338,17 +342,10 @@ class _Record:
         return Scores(judge="", results=results, statements=verdicts,
                       context_sentences=len(self.evidence.sentences), kept_sentences=kept)
 
-    def _one_sentence(self) -> bool:
-        """An answer of one sentence: like a short answer, as close to the question as
-        the context sentence it comes from ("It runs at 65 decibels." to "How loud is
-        the X200?"), which its own vector, without the subject, is not."""
-        return not self.short and bool(self.question) and len(self.answer_parts) == 1
-
     def _context_needed(self) -> bool:
         return bool(self.sentence_texts) and (
             (Metric.FAITHFULNESS in self.metrics and bool(self.statements))
-            or (Metric.ANSWER_RELEVANCE in self.metrics
-                and (self.short or self._one_sentence()))
+            or (Metric.ANSWER_RELEVANCE in self.metrics and self.read_framed)
             or (Metric.CONTEXT_RELEVANCE in self.metrics and bool(self.question)))
 
     def _texts_to_embed(self) -> list[str]:

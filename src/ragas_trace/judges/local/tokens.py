@@ -125,8 +125,7 @@ def spelled_out(tokens: Iterable[Token]) -> list[Token]:
     "two-year", is a count and its unit in any text: ``content_tokens`` splits it.)"""
     out = []
     for token in tokens:
-        if token.kind is Kind.NUMBER or "-" in token.text or \
-                (counted := _number_word(normalise(token.text))) is None:
+        if token.kind is Kind.NUMBER or (counted := _number_word(normalise(token.text))) is None:
             continue
         out.append(Token(token.text, counted[0], Kind.NUMBER, token.start))
     return out
