@@ -289,6 +289,12 @@ def _judge_report() -> str:
             f"{'' if error is None else format(error['value'], '.3f')} | "
             f"{figures[f'{name}:clean_pass']['value']:.2f} | "
             f"{figures[f'{name}:hallucinated_fail']['value']:.2f} |")
+    own = figures.get("attributionbench_responses:answer_relevance_pass_own_question")
+    other = figures.get("attributionbench_responses:answer_relevance_pass_other_question")
+    if own is not None and other is not None:
+        lines += ["", f"Answer relevance of AttributionBench dev's real responses (one per "
+                      f"question): {own['value']:.0%} pass for their own question, "
+                      f"{other['value']:.0%} for another question of the set."]
     return "\n".join(lines)
 
 
