@@ -184,3 +184,35 @@ def test_a_count_the_context_spells_out_is_the_same_number_in_digits(
     other = judge.evaluate_sync(question, [WARRANTY], another_count, frozenset({F}))
     assert same.faithfulness is not None and other.faithfulness is not None
     assert same.faithfulness >= passing > other.faithfulness, (same, other)
+
+
+@pytest.mark.parametrize(("question", "same_count", "another_count"), [
+    ("How long is the warranty?", "Two years.", "Four years."),
+    ("How long is the warranty?", "2 years", "5 years"),
+    ("How long does charging take?", "3 hours.", "6 hours."),
+])
+def test_a_short_answer_with_the_count_written_another_way_is_supported(
+        judge: LocalJudge, passing: float, question: str, same_count: str,
+        another_count: str) -> None:
+    # Read with the question, the answer stands where the context's count does: as
+    # much a copy of "a two-year warranty" as "two-year" would be.
+    same = judge.evaluate_sync(question, [WARRANTY], same_count, frozenset({F}))
+    other = judge.evaluate_sync(question, [WARRANTY], another_count, frozenset({F}))
+    assert same.faithfulness is not None and other.faithfulness is not None
+    assert same.faithfulness >= passing > other.faithfulness, (same, other)
+
+
+@pytest.mark.parametrize(("question", "relevant"), [
+    ("How long is the warranty?", True),
+    ("Who makes the X200?", False),
+])
+def test_a_sentence_that_restates_the_question_with_its_answer_is_relevant(
+        judge: LocalJudge, question: str, relevant: bool) -> None:
+    # The answer's "warranty" is the question's too: read with all the question's
+    # terms, the context sentence holding the answer is the one that answers "how
+    # long"; it says nothing of who makes it.
+    scores = judge.evaluate_sync(question, [WARRANTY], "The X200 comes with a two-year "
+                                 "warranty.", frozenset({Metric.ANSWER_RELEVANCE}))
+    value = scores.result(Metric.ANSWER_RELEVANCE).value
+    assert value is not None
+    assert (value >= judge.thresholds["answer_relevance"]) is relevant, scores

@@ -1,5 +1,7 @@
 """Content tokens, grounding and the word lists."""
 
+import pytest
+
 from ragas_trace.judges.local.evidence import build_evidence
 from ragas_trace.judges.local.lexicon import (
     Expects,
@@ -8,6 +10,7 @@ from ragas_trace.judges.local.lexicon import (
     is_noncommittal,
     question_parts,
 )
+from ragas_trace.judges.local.scoring import meets
 from ragas_trace.judges.local.tokens import (
     Kind,
     Vocabulary,
@@ -64,6 +67,16 @@ def test_a_counting_compound_is_its_count_in_any_text() -> None:
     assert all(t in two for t in content_tokens("a two-year warranty"))
 
 
+def test_an_answers_counting_word_is_held_by_the_count_in_any_form() -> None:
+    # "Two years." to "How long is the warranty?": read after the question, "Two" is a
+    # count, not a name, and "a two-year warranty" or "2 years" holds it; "four" not.
+    assert kinds("x Two years") == [("two", "word"), ("year", "word")]
+    for context in ("The X200 comes with a two-year warranty.", "It lasts 2 years."):
+        vocabulary = build_evidence([context]).vocabulary
+        assert all(t in vocabulary for t in content_tokens("x Two years"))
+        assert content_tokens("four years")[0] not in vocabulary
+
+
 def test_chinese_text_becomes_character_bigrams() -> None:
     tokens = content_tokens("长城很长")
     assert [t.key for t in tokens] == ["长城", "城很", "很长"]
@@ -107,6 +120,15 @@ def test_expected_answer_types() -> None:
     assert expectations("Wie viele Knochen hat ein Mensch?") == {Expects.NUMBER}
     assert expectations("谁发明了电话？") == {Expects.NAME}
     assert expectations("What causes tides?") == set()
+    assert expectations("Where are tickets sold?") == {Expects.PLACE}
+
+
+@pytest.mark.parametrize(("answer", "holds_a_place"), [
+    ("at the harbour office", True), ("in Oslo", True), ("Oslo", True),
+    ("1958", False), ("tickets are cheap", False)])
+def test_a_place_is_a_name_or_a_phrase_of_place(answer: str, holds_a_place: bool) -> None:
+    tokens = [t for t in content_tokens("x " + answer) if t.start > 0]
+    assert meets(Expects.PLACE, tokens, answer) is holds_a_place
 
 
 def test_alternative_questions() -> None:

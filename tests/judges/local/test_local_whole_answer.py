@@ -58,6 +58,8 @@ def test_one_invented_sentence_pulls_a_long_answer_down(judge: LocalJudge,
     ("How long does the crossing to Skarra take?", "It takes forty minutes in calm weather."),
     ("When does the first winter boat leave?", "It leaves at seven in the morning."),
     ("Who ran the ferry line until 1970?", "Its founder, Ingrid Solberg, ran it."),
+    # "Where" is answered by a phrase of place as by a name.
+    ("Where are ferry tickets sold?", "Tickets are sold at the harbour office and on board."),
 ])
 def test_a_direct_answer_is_relevant(judge: LocalJudge, question: str, answer: str) -> None:
     scores = judge.evaluate_sync(question, [" ".join(GUIDE)], answer, frozenset({AR}))

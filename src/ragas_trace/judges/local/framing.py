@@ -34,6 +34,7 @@ from ragas_trace.judges.local.lexicon import (
     CJK_FUNCTION_CHARS,
     CJK_NUMERALS,
     CJK_QUESTION_CHARS,
+    LOCATIVE,
     NUMBER_WORDS,
     STOPWORDS,
     Expects,
@@ -41,6 +42,7 @@ from ragas_trace.judges.local.lexicon import (
     capitalises_nouns,
     expectations,
 )
+from ragas_trace.judges.local.negation import is_negated
 from ragas_trace.judges.local.scoring import meets
 from ragas_trace.judges.local.tokens import (
     Kind,
@@ -48,8 +50,10 @@ from ragas_trace.judges.local.tokens import (
     Token,
     Vocabulary,
     content_tokens,
+    counted,
     fold_accents,
     normalise,
+    spelled_out,
     weight,
 )
 
@@ -123,7 +127,8 @@ def _share(tokens: list[Token], vocabulary: Vocabulary, weigh: Callable[[Token],
 
 def _held(tokens: list[Token], sentence: tuple[Token, ...], weigh: Callable[[Token], float]
           ) -> float:
-    own = Vocabulary(sentence)
+    # Its counts in words too: "about three hours" holds "3 hours".
+    own = Vocabulary(sentence + tuple(spelled_out(sentence)))
     total = sum(weigh(t) for t in tokens)
     found = sum(weigh(t) for t in tokens
                 if (t.key in own.keys if t.kind is not Kind.WORD else t in own))
@@ -172,28 +177,32 @@ def framed_support(question: str, q_vector: Vectors, answer: str, evidence: Evid
     coverage = _share(answer_tokens, evidence.vocabulary, by_rarity)
     cjk = bool(_CJK.search(question))
     skip = CJK_FUNCTION_CHARS | CJK_QUESTION_CHARS
-    question_tokens = [t for t in content_tokens(question)
-                       if t.key not in answer_keys and not skip.intersection(t.key)]
+    asked_terms = [t for t in content_tokens(question) if not skip.intersection(t.key)]
+    question_tokens = [t for t in asked_terms if t.key not in answer_keys]
     lexical = FRAME_LEXICAL_CJK if cjk else FRAME_LEXICAL
-    specific = _specificity(question_tokens, evidence, rarity)
+    # A term's weight does not depend on the others': one table serves both readings.
+    specific = _specificity(asked_terms, evidence, rarity)
     cosines = sentence_vectors @ q_vector
     # A sentence that refers back ("Its founder, Ingrid Solberg, ...") is also read
     # with the one before it, which names what the question asks about.
     paired = with_antecedents(evidence, sentence_vectors) @ q_vector - PAIR_DISCOUNT
-    frames = []
-    for i, s in enumerate(evidence.sentences):
-        frame = float(cosines[i]) + lexical * _share(question_tokens, s.vocabulary, specific)
+
+    def frame(i: int, terms: list[Token], weigh: Callable[[Token], float]) -> float:
+        s = evidence.sentences[i]
+        value = float(cosines[i]) + lexical * _share(terms, s.vocabulary, weigh)
         if s.refers_back:
             both = Vocabulary(_antecedent_tokens(evidence, i))
-            frame = max(frame, float(paired[i])
-                        + lexical * _share(question_tokens, both, specific) - PAIR_DISCOUNT)
-        frames.append(frame)
+            value = max(value, float(paired[i])
+                        + lexical * _share(terms, both, weigh) - PAIR_DISCOUNT)
+        return value
+
+    frames = [frame(i, question_tokens, specific) for i in range(len(evidence.sentences))]
     # The best sentence for the question among those that could answer it: for
     # "Who founded it?" one with a name in it besides the question's own.
     asked = Vocabulary(content_tokens(question))
     kinds = expectations(question)
     able = [f for f, s in zip(frames, evidence.sentences, strict=True)
-            if all(meets(k, [t for t in s.tokens if t not in asked]) for k in kinds)]
+            if all(meets(k, [t for t in s.tokens if t not in asked], s.text) for k in kinds)]
     best = max(able or frames)
     # Held by the sentence's own words, not by the names a pronoun in it refers to.
     # A name or number must be there as it is: "France" is not held by "Francia".
@@ -202,7 +211,7 @@ def framed_support(question: str, q_vector: Vectors, answer: str, evidence: Evid
     base = {"coverage": coverage, "missing_facts": float(len(missing_facts)),
             "missing_word_weight": sum(by_rarity(t) for t in missing
                                        if t.kind is Kind.WORD),
-            "verbatim": float(_verbatim(answer, evidence)),
+            "verbatim": float(_verbatim(answer, answer_tokens, evidence)),
             "log_tokens": math.log1p(len(answer_tokens))}
     if not holding:
         return FramedSupport(base | {"held": 0.0, "frame": 0.0, "frame_gap": -1.0,
@@ -221,7 +230,7 @@ def framed_support(question: str, q_vector: Vectors, answer: str, evidence: Evid
     # kind of fact and an answer that only repeats the question are matters of
     # faithfulness only: what the statement asserts.
     fit = placement * (0.5 + 0.5 * nearness)
-    kind_fit, unlike = _kind_fit(kinds, answer_tokens)
+    kind_fit, unlike = _kind_fit(kinds, answer_tokens, answer)
     echoes = alternatives(question) is None and all(t.key in asked.keys for t in answer_tokens)
     linked = max(_linked_share(evidence, i, question_tokens, specific) for i in holding)
     features = base | {"held": 1.0, "frame": frames[at], "frame_gap": frames[at] - best,
@@ -244,15 +253,38 @@ def framed_support(question: str, q_vector: Vectors, answer: str, evidence: Evid
         parts.append("not in the context: " + ", ".join(t.text for t in missing_facts))
     if coverage < 1.0:
         parts.append(f"{coverage:.0%} of its content words are in the context")
-    return FramedSupport(features, min(1.0, frames[at]), "; ".join(parts), coverage * fit)
+    # How well that sentence answers the question, for answer relevance: read with all
+    # the question's terms, the answer's own among them ("The X200 comes with a
+    # two-year warranty" to "How long is the warranty?").
+    bearing = frame(at, asked_terms, specific)
+    return FramedSupport(features, min(1.0, bearing), "; ".join(parts), coverage * fit)
 
 
-def _verbatim(answer: str, evidence: Evidence) -> bool:
+def _verbatim(answer: str, answer_tokens: list[Token], evidence: Evidence) -> bool:
     """Whether the answer, as written (case and spacing aside), is a span of the
-    context."""
+    context; or, where it holds a count, whether its content words stand in that order
+    in a context sentence with the count written another way ("2 years" in "a
+    two-year warranty", "3 hours" in "about three hours")."""
     wanted = " ".join(fold_accents(normalise(answer)).strip(" .!?。").split())
-    return bool(wanted) and any(wanted in " ".join(fold_accents(normalise(s.text)).split())
-                                for s in evidence.sentences)
+    if not wanted:
+        return False
+    if any(wanted in " ".join(fold_accents(normalise(s.text)).split())
+           for s in evidence.sentences):
+        return True
+    keys = [_count_or_key(t) for t in answer_tokens]
+    if not any(t.kind is Kind.NUMBER or counted(t) for t in answer_tokens) \
+            or is_negated(answer):
+        return False
+    n = len(keys)
+    for s in evidence.sentences:
+        own = [_count_or_key(t) for t in s.tokens]
+        if any(own[i:i + n] == keys for i in range(len(own) - n + 1)):
+            return True
+    return False
+
+
+def _count_or_key(token: Token) -> str:
+    return counted(token) or token.key
 
 
 def _linked_share(evidence: Evidence, at: int, question_tokens: list[Token],
@@ -291,7 +323,8 @@ def _nearness(sentence: ContextSentence, answer_keys: set[str], question_tokens:
     return sum(wanted[k] for k, d in distance.items() if d <= window) / total
 
 
-def _kind_fit(kinds: frozenset[Expects], answer_tokens: list[Token]) -> tuple[bool, str]:
+def _kind_fit(kinds: frozenset[Expects], answer_tokens: list[Token], answer: str
+              ) -> tuple[bool, str]:
     """Whether the answer is of the kind the question asks for (not "dukes" to "When
     ...?", "1066" to "Who ...?"), with what it lacks; (True, "") when it fits
     or the question asks for no kind."""
@@ -302,6 +335,9 @@ def _kind_fit(kinds: frozenset[Expects], answer_tokens: list[Token]) -> tuple[bo
         return False, "no number or date, which the question asks for"
     if Expects.NAME in kinds and not any(t.kind is Kind.NAME for t in answer_tokens):
         return False, "no name, which the question asks for"
+    if Expects.PLACE in kinds and not any(t.kind is Kind.NAME for t in answer_tokens) \
+            and not LOCATIVE.search(answer):
+        return False, "no name or phrase of place, which the question asks for"
     return True, ""
 
 

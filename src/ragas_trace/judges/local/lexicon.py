@@ -107,7 +107,8 @@ class Expects(Enum):
 
     NOTHING = "nothing"
     NUMBER = "number"  # when, how many, how much: a date or quantity
-    NAME = "name"  # who, where: a proper name
+    NAME = "name"  # who, which country: a proper name
+    PLACE = "place"  # where: a proper name or a phrase of place
 
 
 _EXPECTATIONS: tuple[tuple[re.Pattern[str], Expects], ...] = (
@@ -117,14 +118,23 @@ _EXPECTATIONS: tuple[tuple[re.Pattern[str], Expects], ...] = (
                 r"|\b(cuándo|en\s+qué\s+año|cu[áa]nt[oa]s?|quand|en\s+quelle\s+année|combien)\b"
                 r"|什么时候|何时|哪一?年|多少|几|多久|多高|多大", re.IGNORECASE),
      Expects.NUMBER),
-    # "What country ...?" asks for a name as "where" does.
-    (re.compile(r"\b(who|whom|whose|where|(what|which)\s+(country|city|town|river|state"
+    # "What country ...?" asks for a name.
+    (re.compile(r"\b(who|whom|whose|(what|which)\s+(country|city|town|river|state"
                 r"|island|mountain|company|king|queen|person|team))\b"
-                r"|\b(wer|wem|wen|wessen|wo|woher|(welche[rsmn]?|in\s+welche[rsmn]?)\s+"
+                r"|\b(wer|wem|wen|wessen|(welche[rsmn]?|in\s+welche[rsmn]?)\s+"
                 r"(deutschen\s+)?(stadt|land|fluss|firma|person|staat))\b"
-                r"|\b(quién|dónde|qui|où)\b|谁|哪里|哪儿|在哪",
+                r"|\b(quién|qui)\b|谁",
                 re.IGNORECASE), Expects.NAME),
+    (re.compile(r"\b(where|wo|woher|wohin|dónde|adónde|où)\b|哪里|哪儿|在哪", re.IGNORECASE),
+     Expects.PLACE),
 )
+# A phrase of place: "Where are tickets sold?" is answered by "at the harbour office"
+# as by "in Oslo"; a bare "1958" answers it no more than it answers "who".
+LOCATIVE = re.compile(
+    r"\b(at|in|on|under|near|inside|outside|behind|beside|next\s+to|above|below|between"
+    r"|within|across|along|around|into|onto|from|im|am|an|auf|unter|bei|neben|hinter"
+    r"|zwischen|über|aus|en|bajo|junto|cerca|entre|sobre|desde|à|au|aux|dans|sur|sous"
+    r"|chez|près|derrière|devant)\s|在|于|位于", re.IGNORECASE)
 
 
 # Numbers written as words: "two" answers "how many" as "2" does. Not the words that

@@ -17,6 +17,7 @@ from ragas_trace.judges.local.lexicon import (
     CJK_FUNCTION_CHARS,
     CJK_NUMERALS,
     COMPARISON,
+    LOCATIVE,
     NUMBER_WORDS,
     VAGUE_WORDS,
     YES_NO_WORDS,
@@ -97,7 +98,7 @@ def answer_relevance(
     if chooses or replies_yes_no(question, answer):
         informativeness = 1.0
     vague = vague_count(answer)
-    unmet = [kind for kind in expectations(question) if not meets(kind, new)]
+    unmet = [kind for kind in expectations(question) if not meets(kind, new, answer)]
     per = max(1, statements)
     value = closeness * (0.5 + 0.5 * informativeness) * VAGUE_FACTOR ** (vague / per) \
         * UNMET_EXPECTATION_FACTOR ** len(unmet) * UNSUPPORTED_FACT_FACTOR ** (len(invented) / per)
@@ -132,14 +133,14 @@ def _chooses(answer: str, tokens: Sequence[Token], options: tuple[str, str]) -> 
     return False
 
 
-def meets(kind: Expects, new: Sequence[Token]) -> bool:
-    """Whether the tokens hold the kind of fact a question asks for."""
+def meets(kind: Expects, new: Sequence[Token], text: str) -> bool:
+    """Whether the tokens (of ``text``) hold the kind of fact a question asks for."""
     if kind is Expects.NUMBER:  # "three hours" answers "how long" as "3 hours" does
         return any(t.kind is Kind.NUMBER or normalise(t.text) in NUMBER_WORDS
                    or CJK_NUMERALS.intersection(t.text) for t in new)
-    if kind is Expects.NAME:
+    if kind in (Expects.NAME, Expects.PLACE):
         return any(t.kind is Kind.NAME or (t.kind is Kind.WORD and t.text[:1].isupper())
-                   for t in new)
+                   for t in new) or (kind is Expects.PLACE and bool(LOCATIVE.search(text)))
     return True
 
 
@@ -170,7 +171,8 @@ def sentence_need(
         asked = Vocabulary(question_tokens)
         bearing = [b - LACKS_EXPECTED_PENALTY * sum(
                        1 for kind in kinds
-                       if not meets(kind, [t for t in sentence.tokens if t not in asked]))
+                       if not meets(kind, [t for t in sentence.tokens if t not in asked],
+                                 sentence.text))
                    for b, sentence in zip(bearing, evidence.sentences, strict=True)]
         best = max(bearing, default=0.0)
         needs = [max(need, min(_ramp(b, NEED_FLOOR, NEED_FULL),

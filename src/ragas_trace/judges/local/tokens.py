@@ -106,7 +106,9 @@ def content_tokens(text: str) -> list[Token]:
             tokens.append(Token(raw, low, Kind.NUMBER, m.start()))
         elif "-" in low and (counted := _number_word(low)) is not None:
             tokens.extend(_compound(raw, m.start(), *counted))
-        elif raw[0].isupper() and len(raw) > 1 and not _sentence_initial(text, m.start()):
+        # "Two years." read after its question is a count, not a name.
+        elif raw[0].isupper() and len(raw) > 1 and not _sentence_initial(text, m.start()) \
+                and low not in NUMBER_VALUES:
             tokens.append(Token(raw, stem(fold_accents(low)), Kind.NAME, m.start()))
         elif low not in STOPWORDS and len(low) > 1:
             tokens.append(Token(raw, stem(fold_accents(low)), Kind.WORD, m.start()))
@@ -129,6 +131,19 @@ def spelled_out(tokens: Iterable[Token]) -> list[Token]:
             continue
         out.append(Token(token.text, counted[0], Kind.NUMBER, token.start))
     return out
+
+
+# The keys counting words get as words: a cheap test before ``counted``.
+_COUNT_KEYS = frozenset(stem(fold_accents(word)) for word in NUMBER_VALUES)
+
+
+def counted(token: Token) -> str | None:
+    """The number key a plain counting word spells ("two" -> "2"), ``None`` for any
+    other token."""
+    if token.kind is not Kind.WORD or token.key not in _COUNT_KEYS \
+            or (count := _number_word(normalise(token.text))) is None:
+        return None
+    return None if count[1] else count[0]
 
 
 def _compound(raw: str, start: int, key: str, rest: str) -> list[Token]:
@@ -197,6 +212,9 @@ class Vocabulary:
         if not isinstance(token, Token):
             return False
         if token.key in self.keys:
+            return True
+        # An answer's "two years" is what a context's "two-year" or "2 years" says.
+        if (count := counted(token)) is not None and count in self.keys:
             return True
         if token.kind is Kind.NUMBER or len(token.key) < _MIN_STEM + 1:
             return False
