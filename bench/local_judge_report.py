@@ -19,8 +19,9 @@ bins; the cross-validated scores). Answers the judge leaves
 unscored (nothing checkable, e.g. a refusal) count as neither passing nor failing
 and are left out of the rankings; their number is reported.
 
-Answer relevance of real answers: AttributionBench dev's whole responses to their own
-question, and to another question of the set, passing the shipped threshold.
+Answer relevance of real answers: AttributionBench dev's whole responses and HaluEval's
+right answers to their own question, and to another question of their set, passing
+the shipped threshold.
 
 Baselines: ``lexical``, the share of the answer's content words found in the
 passages; ``length``, shorter answers score higher (HaluEval is dominated by it).
@@ -48,6 +49,7 @@ from fit_local_judge import cross_validated, development_measured, left_out  # n
 from judge_data import (  # noqa: E402
     Answer,
     attributionbench_responses,
+    halueval,
     held_out,
     shared_data,
     words,
@@ -189,11 +191,11 @@ def report_set(answers: Sequence[Answer], judge: Scores, threshold: float,
 
 
 def real_answer_relevance(data: Path, threads: int) -> dict[str, Any]:
-    """Answer relevance of real answers: AttributionBench dev's whole responses (one per
-    question) to their own question, and the same responses to another question of the
-    set (a control that must fail), with their references; share passing the shipped
+    """Answer relevance of real answers to their own question, and of the same answers
+    to another question of their set (a control that must fail), with their passages:
+    AttributionBench dev's whole responses (one per question) and HaluEval's right
+    answers (direct, mostly a span of the passage); share passing the shipped
     threshold, and the median."""
-    rows = attributionbench_responses(data)
     judge = LocalJudge(embedder=Embedder(threads=threads, cache_size=50_000))
     judge.load()
     threshold = judge.thresholds["answer_relevance"]
@@ -204,16 +206,22 @@ def real_answer_relevance(data: Path, threads: int) -> dict[str, Any]:
                                      frozenset({Metric.ANSWER_RELEVANCE}))
         return result.results[Metric.ANSWER_RELEVANCE].value
 
-    out: dict[str, Any] = {"responses": len(rows), "threshold": threshold}
-    # The other question: half the set away, so never the response's own.
-    for name, shift in (("own_question", 0), ("other_question", len(rows) // 2)):
-        pairs = [(rows[(i + shift) % len(rows)][0], references, response)
-                 for i, (_, references, response) in enumerate(rows)]
-        with ThreadPoolExecutor(threads) as pool:
-            values = sorted(v for v in pool.map(one, pairs) if v is not None)
-        out[name] = {"pass": round(sum(1 for v in values if v >= threshold)
-                                   / max(1, len(values)), 4),
-                     "median": round(values[len(values) // 2], 4) if values else None}
+    halueval_right = [(a.question, a.contexts, a.answer) for a in halueval(data)
+                      if not a.hallucinated]
+    out: dict[str, Any] = {"threshold": threshold}
+    for name, rows in (("attributionbench_responses", attributionbench_responses(data)),
+                       ("halueval_right", halueval_right)):
+        out[name] = {"answers": len(rows)}
+        # The other question: half the set away, so never the answer's own.
+        for which, shift in (("own_question", 0), ("other_question", len(rows) // 2)):
+            pairs = [(rows[(i + shift) % len(rows)][0], references, response)
+                     for i, (_, references, response) in enumerate(rows)]
+            with ThreadPoolExecutor(threads) as pool:
+                values = sorted(v for v in pool.map(one, pairs) if v is not None)
+            out[name][which] = {
+                "pass": round(sum(1 for v in values if v >= threshold) / max(1, len(values)),
+                              4),
+                "median": round(values[len(values) // 2], 4) if values else None}
     return out
 
 
@@ -275,14 +283,16 @@ def figures(report: dict[str, Any]) -> dict[str, dict[str, Any]]:
             "label": f"Local judge, all three metrics, {int(chars):,}-character contexts "
                      f"(RAGTruth articles joined), {report['threads']} threads, one record "
                      "at a time (median)"}
-    r = report["real_answer_relevance"]
-    for name, what in (("own_question", "to their own question"),
-                       ("other_question", "to another question of the set (must fail)")):
-        out[f"attributionbench_responses:answer_relevance_pass_{name}"] = {
-            "value": r[name]["pass"], "unit": "share",
-            "label": f"Answer relevance of AttributionBench dev's real responses "
-                     f"({r['responses']}) {what}: share passing at the shipped threshold "
-                     f"{r['threshold']}"}
+    relevance = report["real_answer_relevance"]
+    for key, whose in (("attributionbench_responses", "AttributionBench dev's real responses"),
+                       ("halueval_right", "HaluEval's right answers")):
+        r = relevance[key]
+        for name, what in (("own_question", "to their own question"),
+                           ("other_question", "to another question of the set (must fail)")):
+            out[f"{key}:answer_relevance_pass_{name}"] = {
+                "value": r[name]["pass"], "unit": "share",
+                "label": f"Answer relevance of {whose} ({r['answers']}) {what}: share "
+                         f"passing at the shipped threshold {relevance['threshold']}"}
     v = report["halueval_verbatim"]
     out["halueval:verbatim_pass"] = {
         "value": v["pass"], "unit": "share",

@@ -289,12 +289,17 @@ def _judge_report() -> str:
             f"{'' if error is None else format(error['value'], '.3f')} | "
             f"{figures[f'{name}:clean_pass']['value']:.2f} | "
             f"{figures[f'{name}:hallucinated_fail']['value']:.2f} |")
-    own = figures.get("attributionbench_responses:answer_relevance_pass_own_question")
-    other = figures.get("attributionbench_responses:answer_relevance_pass_other_question")
-    if own is not None and other is not None:
-        lines += ["", f"Answer relevance of AttributionBench dev's real responses (one per "
-                      f"question): {own['value']:.0%} pass for their own question, "
-                      f"{other['value']:.0%} for another question of the set."]
+    relevance = []
+    for key, whose in (("attributionbench_responses",
+                        "AttributionBench dev's real responses (one per question)"),
+                       ("halueval_right", "HaluEval's right answers (short, direct)")):
+        own = figures.get(f"{key}:answer_relevance_pass_own_question")
+        other = figures.get(f"{key}:answer_relevance_pass_other_question")
+        if own is not None and other is not None:
+            relevance.append(f"{whose}: {own['value']:.0%} pass for their own question, "
+                             f"{other['value']:.0%} for another question of the set")
+    if relevance:
+        lines += ["", "Answer relevance of real answers: " + "; ".join(relevance) + "."]
     return "\n".join(lines)
 
 

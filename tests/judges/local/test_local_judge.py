@@ -146,6 +146,19 @@ def test_picking_an_alternative_answers_an_alternative_question(
     assert "picks one" not in (dodged.reasons["answer_relevance"] or "")
 
 
+@pytest.mark.parametrize("picks", ["Ingrid Solberg", "Ingrid Solberg is older."])
+def test_naming_one_of_the_people_asked_about_answers_who(judge: LocalJudge,
+                                                          picks: str) -> None:
+    # The names asked about are the question's own, so the answer adds no name; picking
+    # one is still the name "who" asks for.
+    context = ["Ingrid Solberg was born in 1921; Maja Berg was born in 1934."]
+    scores = judge.evaluate_sync("Who is older, Ingrid Solberg or Maja Berg?", context,
+                                 picks, frozenset({Metric.ANSWER_RELEVANCE}))
+    value = scores.result(Metric.ANSWER_RELEVANCE).value
+    assert value is not None and value >= judge.thresholds["answer_relevance"], scores
+    assert "no name" not in (scores.result(Metric.ANSWER_RELEVANCE).reason or "")
+
+
 def test_padding_lowers_context_relevance(judge: LocalJudge) -> None:
     tight = judge.evaluate_sync(QUESTION, [CONTEXT], ANSWER)
     padded = judge.evaluate_sync(QUESTION, [PADDED], ANSWER)

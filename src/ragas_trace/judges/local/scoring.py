@@ -98,7 +98,10 @@ def answer_relevance(
     if chooses or replies_yes_no(question, answer):
         informativeness = 1.0
     vague = vague_count(answer)
-    unmet = [kind for kind in expectations(question) if not meets(kind, new, answer)]
+    # The alternatives are of the kind asked ("Who is older, A or B?"): picking one of
+    # them meets it, though the question already names it.
+    unmet = [] if chooses else [kind for kind in expectations(question)
+                                if not meets(kind, new, answer)]
     per = max(1, statements)
     value = closeness * (0.5 + 0.5 * informativeness) * VAGUE_FACTOR ** (vague / per) \
         * UNMET_EXPECTATION_FACTOR ** len(unmet) * UNSUPPORTED_FACT_FACTOR ** (len(invented) / per)
