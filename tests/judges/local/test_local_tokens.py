@@ -125,7 +125,7 @@ def test_expected_answer_types() -> None:
 
 @pytest.mark.parametrize(("answer", "holds_a_place"), [
     ("at the harbour office", True), ("in Oslo", True), ("Oslo", True),
-    ("1958", False), ("tickets are cheap", False)])
+    ("1958", False), ("tickets are cheap", False), ("an apple a day", False)])
 def test_a_place_is_a_name_or_a_phrase_of_place(answer: str, holds_a_place: bool) -> None:
     tokens = [t for t in content_tokens("x " + answer) if t.start > 0]
     assert meets(Expects.PLACE, tokens, answer) is holds_a_place

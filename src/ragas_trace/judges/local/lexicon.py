@@ -129,10 +129,11 @@ _EXPECTATIONS: tuple[tuple[re.Pattern[str], Expects], ...] = (
      Expects.PLACE),
 )
 # A phrase of place: "Where are tickets sold?" is answered by "at the harbour office"
-# as by "in Oslo"; a bare "1958" answers it no more than it answers "who".
+# as by "in Oslo"; a bare "1958" answers it no more than it answers "who". Not German
+# "an": the English article.
 LOCATIVE = re.compile(
     r"\b(at|in|on|under|near|inside|outside|behind|beside|next\s+to|above|below|between"
-    r"|within|across|along|around|into|onto|from|im|am|an|auf|unter|bei|neben|hinter"
+    r"|within|across|along|around|into|onto|from|im|am|auf|unter|bei|neben|hinter"
     r"|zwischen|über|aus|en|bajo|junto|cerca|entre|sobre|desde|à|au|aux|dans|sur|sous"
     r"|chez|près|derrière|devant)\s|在|于|位于", re.IGNORECASE)
 
