@@ -176,6 +176,9 @@ WARRANTY = ("The X200 vacuum comes with a two-year warranty. A full recharge tak
      "The X200 comes with a five-year warranty."),
     ("How long does charging take?", "A full recharge takes about 3 hours.",
      "A full recharge takes about 6 hours."),
+    # The answer's own counting word is the count it states, as "6" is.
+    ("How long does charging take?", "It takes about three hours.",
+     "It takes about six hours."),
 ])
 def test_a_count_the_context_spells_out_is_the_same_number_in_digits(
         judge: LocalJudge, passing: float, question: str, written_as_digits: str,

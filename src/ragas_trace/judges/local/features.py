@@ -34,6 +34,7 @@ from ragas_trace.judges.local.tokens import (
     clause_groups,
     clauses,
     content_tokens,
+    counted,
     vague_count,
     weight,
 )
@@ -121,7 +122,10 @@ def statement_evidence(
         else " ".join(s.text for s in evidence.sentences[nearest - n:nearest - n + 2])
     negated = is_negated(statement)
     denies = nearest >= 0 and negated != is_negated(near_text)
-    tokens = content_tokens(statement)
+    # A statement's counting word is the count it states: "about six hours" against the
+    # context's "about three hours" misses a number, as "about 6 hours" does.
+    tokens = [Token(t.text, c, Kind.NUMBER, t.start) if (c := counted(t)) is not None else t
+              for t in content_tokens(statement)]
     missing = [t for t in tokens if t not in evidence.vocabulary]
     approximate = [t for t in missing if t.kind is Kind.NUMBER
                    and (near(t.key, evidence.numbers,

@@ -121,10 +121,10 @@ def content_tokens(text: str) -> list[Token]:
 
 def spelled_out(tokens: Iterable[Token]) -> list[Token]:
     """The counts that words among ``tokens`` spell out ("three" in "three hours"), as
-    number tokens. A context's "three hours" holds an answer's "3 hours". Not an
-    answer's own: there "seven days a week" or "out of five" is the answer's idiom more
-    often than a count the context must hold in some form. (A hyphenated compound,
-    "two-year", is a count and its unit in any text: ``content_tokens`` splits it.)"""
+    number tokens. A context's "three hours" holds an answer's "3 hours". (A statement
+    checked against the context reads its own counting words with ``counted``; a
+    hyphenated compound, "two-year", is a count and its unit in any text:
+    ``content_tokens`` splits it.)"""
     out = []
     for token in tokens:
         if token.kind is Kind.NUMBER or (counted := _number_word(normalise(token.text))) is None:
