@@ -169,7 +169,7 @@ WARRANTY = ("The X200 vacuum comes with a two-year warranty. A full recharge tak
             "three hours. The X200 runs at 65 decibels.")
 
 
-@pytest.mark.parametrize(("question", "written_as_digits", "another_count"), [
+@pytest.mark.parametrize(("question", "same_count", "another_count"), [
     ("How long is the warranty?", "The X200 comes with a 2-year warranty.",
      "The X200 comes with a 4-year warranty."),
     ("How long is the warranty?", "The X200 comes with a two-year warranty.",
@@ -179,26 +179,15 @@ WARRANTY = ("The X200 vacuum comes with a two-year warranty. A full recharge tak
     # The answer's own counting word is the count it states, as "6" is.
     ("How long does charging take?", "It takes about three hours.",
      "It takes about six hours."),
-])
-def test_a_count_the_context_spells_out_is_the_same_number_in_digits(
-        judge: LocalJudge, passing: float, question: str, written_as_digits: str,
-        another_count: str) -> None:
-    same = judge.evaluate_sync(question, [WARRANTY], written_as_digits, frozenset({F}))
-    other = judge.evaluate_sync(question, [WARRANTY], another_count, frozenset({F}))
-    assert same.faithfulness is not None and other.faithfulness is not None
-    assert same.faithfulness >= passing > other.faithfulness, (same, other)
-
-
-@pytest.mark.parametrize(("question", "same_count", "another_count"), [
+    # Short answers, read with the question, stand where the context's count does: as
+    # much a copy of "a two-year warranty" as "two-year" would be.
     ("How long is the warranty?", "Two years.", "Four years."),
     ("How long is the warranty?", "2 years", "5 years"),
     ("How long does charging take?", "3 hours.", "6 hours."),
 ])
-def test_a_short_answer_with_the_count_written_another_way_is_supported(
+def test_a_count_written_another_way_than_the_contexts_is_the_same_number(
         judge: LocalJudge, passing: float, question: str, same_count: str,
         another_count: str) -> None:
-    # Read with the question, the answer stands where the context's count does: as
-    # much a copy of "a two-year warranty" as "two-year" would be.
     same = judge.evaluate_sync(question, [WARRANTY], same_count, frozenset({F}))
     other = judge.evaluate_sync(question, [WARRANTY], another_count, frozenset({F}))
     assert same.faithfulness is not None and other.faithfulness is not None
