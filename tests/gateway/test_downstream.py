@@ -5,6 +5,7 @@ import threading
 from concurrent import futures
 
 import grpc
+import pytest
 from gateway_helpers import settings
 from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceResponse
@@ -71,3 +72,38 @@ def test_spans_the_gateway_made_are_encoded() -> None:
         exporter.shutdown()
     finally:
         sink.server.stop(0)
+
+
+@pytest.mark.parametrize("message", ["Cannot invoke RPC on closed channel!",
+                                     "Cannot invoke RPC: Channel closed!"])
+def test_a_channel_closed_under_an_export_is_a_failed_export(message: str) -> None:
+    # After UNAVAILABLE the SDK rebuilds the channel another worker may be calling on;
+    # grpc words that two ways, depending on how far that call had got.
+    exporter = make_exporter("grpc", "127.0.0.1:9", timeout_s=0.2)
+
+    def closed(request: object, **kwargs: object) -> None:
+        raise ValueError(message)
+
+    exporter._client.Export = closed  # type: ignore[attr-defined]
+    tracing = InMemoryTracing()
+    plain_request(tracing.tracer, 1)
+    try:
+        assert exporter.export(list(tracing.spans())) is SpanExportResult.FAILURE
+    finally:
+        exporter.shutdown()
+
+
+def test_any_other_value_error_of_an_export_is_raised() -> None:
+    exporter = make_exporter("grpc", "127.0.0.1:9", timeout_s=0.2)
+
+    def broken(request: object, **kwargs: object) -> None:
+        raise ValueError("not a channel problem")
+
+    exporter._client.Export = broken  # type: ignore[attr-defined]
+    tracing = InMemoryTracing()
+    plain_request(tracing.tracer, 1)
+    try:
+        with pytest.raises(ValueError, match="not a channel problem"):
+            exporter.export(list(tracing.spans()))
+    finally:
+        exporter.shutdown()

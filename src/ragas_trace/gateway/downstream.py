@@ -144,7 +144,7 @@ def _grpc_exporter(endpoint: str, headers: dict[str, str] | None, timeout_s: flo
             except ValueError as exc:
                 # After UNAVAILABLE the SDK closes and rebuilds the channel, which
                 # another forward worker may be using: a transient failure.
-                if "closed channel" not in str(exc):
+                if not _closed_channel(exc):
                     raise
                 return SpanExportResult.FAILURE
             return result
@@ -173,6 +173,13 @@ def _grpc_exporter(endpoint: str, headers: dict[str, str] | None, timeout_s: flo
         headers=headers, timeout=timeout_s, retryable_error_codes=_SDK_RETRYABLE,
         compression=grpc.Compression.Gzip if gzip else grpc.Compression.NoCompression)
     return exporter
+
+
+def _closed_channel(exc: ValueError) -> bool:
+    """Whether gRPC refused a call because its channel was closed: before the call
+    ("... on closed channel!") or while it was being set up ("...: Channel closed!")."""
+    text = str(exc).lower()
+    return text.startswith("cannot invoke rpc") and "closed" in text
 
 
 class _RawTraceStub:
