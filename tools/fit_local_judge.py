@@ -1,19 +1,21 @@
 """Fit the local judge's support models on labelled public data and write
 ``src/ragas_trace/judges/local/data/support_model.json``.
 
-What is fitted: two L2-regularised logistic regressions that turn a statement's
+What is fitted: L2-regularised logistic regressions that turn a statement's
 measured evidence (``judges/local/features.py``, ``framing.py``) into the
-probability that the context supports it, one for sentences of an answer, one for
-short answers read with their question; and a third that turns the answer's
-statements' supports and its evidence as a whole into its faithfulness, the
+probability that the context supports it, for sentences of an answer and for
+short answers read with their question, the first also fitted with one intercept
+per data set (``statement_within``); and one that turns the answer's statements'
+supports and its evidence as a whole into its faithfulness, the
 probability that the answer holds no unsupported statement (its log-odds moved
 toward those of word overlap by ``LEXICAL_WEIGHT``). The faithfulness pass
 threshold is chosen on the cross-validated answer scores; the answer and context
 relevance thresholds on the public dev pairs.
 
 Data (``tools/judge_data.py``): RAGTruth summarisation and data-to-text (statement
-labels from the hallucinated spans), HaluEval QA and the public extractive-QA dev
-pairs (answer labels, used for answers of one statement). Cross-validation is by
+labels from the hallucinated spans), AttributionBench dev (claim labels), HaluEval
+QA and the public extractive-QA dev pairs (answer labels, used for answers of one
+statement). Cross-validation is by
 source passage (every answer to one passage in one fold), five folds, fold of a
 source fixed by a hash of its name: the script, the data and that rule rebuild the
 same file.
@@ -62,6 +64,9 @@ L2 = 10.0
 # this share of the clean development answers (real LLM answers) still passes.
 CLEAN_PASS = 0.88
 KINDS = {"statement": STATEMENT_FEATURES, "short": SHORT_FEATURES}
+# The sets of real LLM answers: the threshold is chosen on them, and the statement
+# model fitted within each set keeps their mean intercept.
+REAL_ANSWERS = ("ragtruth", "attributionbench")
 # Real LLM answers of several sentences (RAGTruth) weigh this much more in the answer
 # model than the other sets' one-sentence answers, whose kind differs from most of an
 # app's: at 1, cross-validated, the fit ranks RAGTruth's answers below word overlap
@@ -146,23 +151,34 @@ FOR = frozenset({
     "similarity", "sentence_similarity", "coverage", "local_coverage", "local_facts",
     "exact_coverage", "bigram_share", "placement", "change_similarity", "field_matches",
     "verbatim", "held", "frame", "frame_gap", "nearness", "slot", "kind_fit", "linked",
-    "mean_support", "answer_bigram_share", "word_overlap",
+    "mean_support", "mean_support_within_multi", "answer_bigram_share", "word_overlap",
     "word_overlap_multi",
     "similarity_x_coverage", "local_x_similarity",
     *(f"{name}_single" for name in SINGLE if name != "missing_facts")})
 
 
 def fit_logistic(x: np.ndarray, y: np.ndarray, names: Sequence[str], l2: float = L2,
-                 weights: np.ndarray | None = None) -> LogisticModel:
+                 weights: np.ndarray | None = None, groups: Sequence[str] | None = None,
+                 reference: Sequence[str] = ()) -> LogisticModel:
     """L2-regularised logistic regression on standardised features, each weight
-    bounded to the sign ``AGAINST`` / ``FOR`` allow (L-BFGS-B)."""
+    bounded to the sign ``AGAINST`` / ``FOR`` allow (L-BFGS-B).
+
+    With ``groups`` (each row's data set), every group gets its own unpenalised
+    intercept, so the weights say what tells the labels apart within a set, not which
+    set a row comes from; the model keeps the mean intercept of the ``reference``
+    groups (all of them if none is among the groups)."""
     mean = x.mean(axis=0)
     scale = x.std(axis=0)
     scale[scale < 1e-9] = 1.0
-    z = np.hstack([(x - mean) / scale, np.ones((len(y), 1))])
+    sets = sorted(set(groups)) if groups is not None else []
+    # One indicator per group but the first, whose intercept is the common one.
+    indicators = np.asarray([[1.0 if g == s else 0.0 for s in sets[1:]] for g in groups],
+                            dtype=np.float64).reshape(len(y), -1) if groups is not None \
+        else np.zeros((len(y), 0))
+    z = np.hstack([(x - mean) / scale, indicators, np.ones((len(y), 1))])
     w = np.ones(len(y)) if weights is None else weights
-    penalty = np.full(z.shape[1], l2)
-    penalty[-1] = 0.0
+    penalty = np.zeros(z.shape[1])
+    penalty[:len(names)] = l2
 
     def loss(beta: np.ndarray) -> tuple[float, np.ndarray]:
         margin = z @ beta
@@ -173,18 +189,23 @@ def fit_logistic(x: np.ndarray, y: np.ndarray, names: Sequence[str], l2: float =
         return value, z.T @ (w * (p - y)) + penalty * beta
 
     bounds = [(None, 0.0) if n in AGAINST else (0.0, None) if n in FOR else (None, None)
-              for n in names] + [(None, None)]
+              for n in names] + [(None, None)] * (z.shape[1] - len(names))
     fitted = minimize(loss, np.zeros(z.shape[1]), jac=True, method="L-BFGS-B",
                       bounds=bounds, options={"maxiter": 1000})
     beta = fitted.x
-    return LogisticModel(tuple(names), mean, scale, beta[:-1], float(beta[-1]))
+    intercept = float(beta[-1])
+    if sets:
+        effects = dict(zip(sets, [0.0, *beta[len(names):-1]], strict=True))
+        chosen = [s for s in sets if s.startswith(tuple(reference))] if reference else []
+        intercept += float(np.mean([effects[s] for s in chosen or sets]))
+    return LogisticModel(tuple(names), mean, scale, beta[:len(names)], intercept)
 
 
 def training_rows(measured: Sequence[Measured], kind: str
-                  ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Features, labels and weights of one kind's statements. Each answer weighs 1 in
-    all, shared among its labelled statements, so that long answers do not drown
-    short ones, and each data set weighs alike."""
+                  ) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[str]]:
+    """Features, labels, weights and data sets of one kind's statements. Each answer
+    weighs 1 in all, shared among its labelled statements, so that long answers do not
+    drown short ones, and each data set weighs alike."""
     names = KINDS[kind]
     rows, labels, weights, sets = [], [], [], []
     for m in measured:
@@ -196,11 +217,11 @@ def training_rows(measured: Sequence[Measured], kind: str
             weights.append(1.0 / len(known))
             sets.append(m.answer.dataset)
     if not rows:
-        return np.zeros((0, len(names))), np.zeros(0), np.zeros(0)
+        return np.zeros((0, len(names))), np.zeros(0), np.zeros(0), []
     w = np.asarray(weights)
     totals = {s: sum(wi for wi, si in zip(w, sets, strict=True) if si == s) for s in set(sets)}
     w = w * np.asarray([len(w) / (len(totals) * totals[s]) for s in sets])
-    return np.asarray(rows, dtype=np.float64), np.asarray(labels, dtype=np.float64), w
+    return np.asarray(rows, dtype=np.float64), np.asarray(labels, dtype=np.float64), w, sets
 
 
 def dataset_weights(measured: Sequence[Measured]) -> np.ndarray:
@@ -214,6 +235,12 @@ def supports(m: Measured, models: dict[str, LogisticModel]) -> list[float]:
     return [models[k].probability(f) for _, k, f in m.statements]
 
 
+def answer_values(m: Measured, models: dict[str, LogisticModel]) -> dict[str, float]:
+    within = [models["statement_within"].probability(f) for _, k, f in m.statements
+              if k == "statement"]
+    return with_supports(m.whole, supports(m, models), within)
+
+
 def fit_models(measured: Sequence[Measured], l2: float = L2, extra: Sequence[str] = ()
                ) -> dict[str, LogisticModel]:
     """The statement and short-answer models on statement labels, then the answer
@@ -222,12 +249,19 @@ def fit_models(measured: Sequence[Measured], l2: float = L2, extra: Sequence[str
     cross-encoder's in ``train_cross_encoder.py``)."""
     models = {}
     for kind, names in KINDS.items():
-        x, y, w = training_rows(measured, kind)
+        x, y, w, sets = training_rows(measured, kind)
         models[kind] = fit_logistic(x, y, names, l2, w)
+        if kind == "statement":
+            # Fitted pooled, the model also learns which set a statement comes from
+            # (most of HaluEval's sentences are unsupported, most of RAGTruth's
+            # supported) and ranks statements within a set below some single
+            # features; with one intercept per set it reads what tells them apart
+            # within a set. Read for answers of many statements (``with_supports``).
+            models["statement_within"] = fit_logistic(x, y, names, l2, w, groups=sets,
+                                                      reference=REAL_ANSWERS)
     scored = [m for m in measured if m.statements]
     names = (*ANSWER_FEATURES, *extra)
-    x = np.asarray([[with_supports(m.whole, supports(m, models))[n] for n in names]
-                    for m in scored])
+    x = np.asarray([[answer_values(m, models)[n] for n in names] for m in scored])
     y = np.asarray([0.0 if m.answer.hallucinated else 1.0 for m in scored])
     weights = dataset_weights(scored) * np.asarray(
         [REAL_WEIGHT if m.answer.dataset.startswith("ragtruth") else 1.0 for m in scored])
@@ -242,7 +276,7 @@ def answer_score(m: Measured, models: dict[str, LogisticModel]) -> float | None:
         return None
     if copied(m.whole, m.statements[0][1] == "short"):
         return 1.0
-    values = with_supports(m.whole, supports(m, models))
+    values = answer_values(m, models)
     return toward_overlap(models["answer"].probability(values), values["word_overlap"],
                           LEXICAL_WEIGHT)
 
@@ -272,8 +306,6 @@ def left_out(measured: Sequence[Measured], l2: float = L2) -> dict[str, float | 
                 scores[m.answer.id] = answer_score(m, models)
     return scores
 
-
-REAL_ANSWERS = ("ragtruth", "attributionbench")
 
 
 def choose_threshold(answers: Sequence[Answer], scores: dict[str, float | None]) -> float:
@@ -384,6 +416,7 @@ def main() -> int:
         "lexical_weight": LEXICAL_WEIGHT,
         "statement": models["statement"].to_json(),
         "short": models["short"].to_json(),
+        "statement_within": models["statement_within"].to_json(),
         "answer": models["answer"].to_json(),
         "thresholds": {"faithfulness": threshold},
     }

@@ -88,6 +88,28 @@ def test_fitting_recovers_the_direction_of_the_evidence() -> None:
         {"a": -2.0, "b": 1.0})
 
 
+def test_one_intercept_per_set_fits_what_ranks_within_a_set() -> None:
+    # "a" tells the labels apart within each set; "b" only says which set a row is
+    # from, and set "qa" is mostly unsupported, set "summary" mostly supported.
+    rng = np.random.default_rng(11)
+    sets = ["qa"] * 300 + ["summary"] * 300
+    b = np.asarray([0.0] * 300 + [1.0] * 300)
+    a = rng.normal(size=600)
+    base = np.where(b == 1.0, 2.0, -2.0)
+    y = (base + 1.5 * a + rng.normal(scale=0.5, size=600) > 0).astype(float)
+    x = np.column_stack([a, b])
+    pooled = fit_logistic(x, y, ("a", "b"))
+    within = fit_logistic(x, y, ("a", "b"), groups=sets, reference=("summary",))
+    assert pooled.coef[1] > 1.0
+    assert abs(within.coef[1]) < 0.05 * abs(within.coef[0])
+    assert within.coef[0] > 0
+    # It keeps the reference set's intercept: a middling row of that set is likely
+    # supported, as most of that set is.
+    assert within.probability({"a": 0.0, "b": 1.0}) > 0.8
+    qa_only = fit_logistic(x, y, ("a", "b"), groups=sets, reference=("qa",))
+    assert qa_only.probability({"a": 0.0, "b": 1.0}) < 0.2
+
+
 def test_faithfulness_leans_toward_word_overlap_by_the_fitted_weight() -> None:
     models = load_models()
     assert 0.0 < models.lexical_weight < 0.5

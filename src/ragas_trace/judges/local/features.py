@@ -296,7 +296,7 @@ SINGLE = ("mean_support", "min_support", "log_support", "answer_bigram_share", "
 # 0.732 to 0.736, summaries 0.689 to 0.685, the others within 0.003.
 ANSWER_FEATURES = (
     "word_overlap", "word_overlap_multi", "multi", "mean_support",
-    "answer_bigram_share", "missing_facts", "missing_distinct",
+    "mean_support_within_multi", "answer_bigram_share", "missing_facts", "missing_distinct",
     *(f"{name}_single" for name in SINGLE),
 )
 
@@ -342,10 +342,15 @@ def copied(whole: Mapping[str, float], short: bool) -> bool:
     return not short and whole["verbatim_share"] == 1.0
 
 
-def with_supports(answer: Mapping[str, float], supports: Sequence[float]) -> dict[str, float]:
+def with_supports(answer: Mapping[str, float], supports: Sequence[float],
+                  within: Sequence[float]) -> dict[str, float]:
     """The answer's evidence, its statements' fitted supports, and the measurements
-    that count for answers of few statements only."""
+    that count for answers of few statements only. ``within``: the supports by the
+    statement model fitted within each data set, read for answers of many statements
+    only (for one, the pooled model reads a wrong number or name better)."""
     support = np.clip(np.asarray(supports, dtype=np.float64), 1e-4, 1.0)
     out = {**answer, "mean_support": float(support.mean()),
+           "mean_support_within_multi": float(np.mean(within)) * answer["multi"]
+           if within else 0.0,
            "min_support": float(support.min()), "log_support": float(np.log(support).mean())}
     return out | {f"{name}_single": out[name] * (1.0 - out["multi"]) for name in SINGLE}

@@ -381,9 +381,11 @@ class _Record:
                 for m in measured)
         degrees = [(models.short if m.kind == "short" else models.statement)
                    .probability(m.features) for m in measured]
+        within = [models.statement_within.probability(m.features)
+                  for m in measured if m.kind == "statement"]
         verdicts = tuple(StatementVerdict(m.statement, d >= 0.5, f"support {d:.2f}: {m.reason}")
                          for m, d in zip(measured, degrees, strict=True))
-        answer = with_supports(whole, degrees)
+        answer = with_supports(whole, degrees, within)
         return MetricResult.scored(models.faithfulness(answer)), verdicts
 
     def _similarity(self, first: str, second: str) -> float:

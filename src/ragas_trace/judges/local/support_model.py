@@ -83,6 +83,9 @@ def toward_overlap(probability: float, overlap: float, weight: float) -> float:
 class SupportModels:
     statement: LogisticModel  # a sentence of the answer
     short: LogisticModel  # a bare entity, number or phrase, read with the question
+    # The statement model fitted with one intercept per data set: what tells supported
+    # from unsupported statements within a set (tools/fit_local_judge.py).
+    statement_within: LogisticModel
     answer: LogisticModel  # the answer's faithfulness from its statements' supports
     thresholds: Mapping[str, float]  # per metric: pass at or above
     lexical_weight: float  # how far faithfulness leans toward word overlap
@@ -104,6 +107,8 @@ def load_models(path: Path = MODEL_FILE) -> SupportModels:
         thresholds = {str(k): float(v) for k, v in data["thresholds"].items()}
         return SupportModels(LogisticModel.from_json(data["statement"], STATEMENT_FEATURES),
                              LogisticModel.from_json(data["short"], SHORT_FEATURES),
+                             LogisticModel.from_json(data["statement_within"],
+                                                     STATEMENT_FEATURES),
                              LogisticModel.from_json(data["answer"], ANSWER_FEATURES),
                              thresholds, float(data["lexical_weight"]))
     except (OSError, ValueError, KeyError, TypeError) as exc:
