@@ -170,11 +170,11 @@ def fit_logistic(x: np.ndarray, y: np.ndarray, names: Sequence[str], l2: float =
     mean = x.mean(axis=0)
     scale = x.std(axis=0)
     scale[scale < 1e-9] = 1.0
-    sets = sorted(set(groups)) if groups is not None else []
+    sets = sorted(set(groups or ()))
     # One indicator per group but the first, whose intercept is the common one.
-    indicators = np.asarray([[1.0 if g == s else 0.0 for s in sets[1:]] for g in groups],
-                            dtype=np.float64).reshape(len(y), -1) if groups is not None \
-        else np.zeros((len(y), 0))
+    indicators = np.zeros((len(y), max(0, len(sets) - 1)))
+    for column, name in enumerate(sets[1:]):
+        indicators[:, column] = [g == name for g in groups or ()]
     z = np.hstack([(x - mean) / scale, indicators, np.ones((len(y), 1))])
     w = np.ones(len(y)) if weights is None else weights
     penalty = np.zeros(z.shape[1])
@@ -261,7 +261,8 @@ def fit_models(measured: Sequence[Measured], l2: float = L2, extra: Sequence[str
                                                       reference=REAL_ANSWERS)
     scored = [m for m in measured if m.statements]
     names = (*ANSWER_FEATURES, *extra)
-    x = np.asarray([[answer_values(m, models)[n] for n in names] for m in scored])
+    values = [answer_values(m, models) for m in scored]
+    x = np.asarray([[v[n] for n in names] for v in values])
     y = np.asarray([0.0 if m.answer.hallucinated else 1.0 for m in scored])
     weights = dataset_weights(scored) * np.asarray(
         [REAL_WEIGHT if m.answer.dataset.startswith("ragtruth") else 1.0 for m in scored])
@@ -305,7 +306,6 @@ def left_out(measured: Sequence[Measured], l2: float = L2) -> dict[str, float | 
             if m.answer.dataset == name:
                 scores[m.answer.id] = answer_score(m, models)
     return scores
-
 
 
 def choose_threshold(answers: Sequence[Answer], scores: dict[str, float | None]) -> float:

@@ -74,36 +74,31 @@ def test_spans_the_gateway_made_are_encoded() -> None:
         sink.server.stop(0)
 
 
+def _export_raising(message: str) -> SpanExportResult:
+    """Export through the gRPC exporter whose call raises ValueError(message)."""
+    exporter = make_exporter("grpc", "127.0.0.1:9", timeout_s=0.2)
+
+    def raising(request: object, **kwargs: object) -> None:
+        raise ValueError(message)
+
+    exporter._client.Export = raising  # type: ignore[attr-defined]
+    tracing = InMemoryTracing()
+    plain_request(tracing.tracer, 1)
+    try:
+        result: SpanExportResult = exporter.export(list(tracing.spans()))
+        return result
+    finally:
+        exporter.shutdown()
+
+
 @pytest.mark.parametrize("message", ["Cannot invoke RPC on closed channel!",
                                      "Cannot invoke RPC: Channel closed!"])
 def test_a_channel_closed_under_an_export_is_a_failed_export(message: str) -> None:
     # After UNAVAILABLE the SDK rebuilds the channel another worker may be calling on;
     # grpc words that two ways, depending on how far that call had got.
-    exporter = make_exporter("grpc", "127.0.0.1:9", timeout_s=0.2)
-
-    def closed(request: object, **kwargs: object) -> None:
-        raise ValueError(message)
-
-    exporter._client.Export = closed  # type: ignore[attr-defined]
-    tracing = InMemoryTracing()
-    plain_request(tracing.tracer, 1)
-    try:
-        assert exporter.export(list(tracing.spans())) is SpanExportResult.FAILURE
-    finally:
-        exporter.shutdown()
+    assert _export_raising(message) is SpanExportResult.FAILURE
 
 
 def test_any_other_value_error_of_an_export_is_raised() -> None:
-    exporter = make_exporter("grpc", "127.0.0.1:9", timeout_s=0.2)
-
-    def broken(request: object, **kwargs: object) -> None:
-        raise ValueError("not a channel problem")
-
-    exporter._client.Export = broken  # type: ignore[attr-defined]
-    tracing = InMemoryTracing()
-    plain_request(tracing.tracer, 1)
-    try:
-        with pytest.raises(ValueError, match="not a channel problem"):
-            exporter.export(list(tracing.spans()))
-    finally:
-        exporter.shutdown()
+    with pytest.raises(ValueError, match="not a channel problem"):
+        _export_raising("not a channel problem")
