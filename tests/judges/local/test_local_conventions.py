@@ -100,7 +100,7 @@ def test_a_statement_against_a_yes_no_field_names_it(
 
 
 def test_numbers_rounded_scaled_or_converted_are_near_the_contexts() -> None:
-    assert near("3.5", [3_482_000.0])  # "about 3.5 million"
+    assert near("3.5", [3_482_000.0])  # "3.5" under a heading "in millions"
     assert near("26", [79.0], measured=True)  # 79 °F is 26 °C
     assert near("8", [5.0], measured=True)  # 5 miles are 8 km
     # Without a unit after it a number is no conversion: "5 stars", "8 pm" (18:00).

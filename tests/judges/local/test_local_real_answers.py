@@ -181,6 +181,20 @@ def test_a_statement_the_context_negates_is_unsupported(
     assert "denies" in bad.statements[0].reason or "affirms" in bad.statements[0].reason
 
 
+def test_a_neighbour_that_denies_something_else_does_not_deny_the_statement(
+        judge: LocalJudge) -> None:
+    # Read against the pair of sentences, the statement is what the nearer one says;
+    # the negation in the other is about the battery.
+    context = ("The X200 vacuum comes with a two-year warranty. The warranty does not "
+               "cover the battery, which is sold separately.")
+    kept = judge.evaluate_sync("How long does the warranty last?", [context],
+                               "The warranty lasts two years.", frozenset({F}))
+    assert "denies" not in kept.statements[0].reason, kept.statements
+    turned = judge.evaluate_sync("Is the battery covered?", [context],
+                                 "The warranty covers the battery.", frozenset({F}))
+    assert "denies" in turned.statements[0].reason, turned.statements
+
+
 REFUSALS = ["I don't know.", "I would rather not guess.", "Ich weiß es nicht.",
             "Das weiß ich leider nicht.", "Je ne sais pas.", "Je préfère ne pas deviner.",
             "No lo sé.", "No estoy seguro.", "我不知道。", "这个我不清楚。"]

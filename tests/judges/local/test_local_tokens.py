@@ -77,6 +77,25 @@ def test_an_answers_counting_word_is_held_by_the_count_in_any_form() -> None:
         assert content_tokens("four years")[0] not in vocabulary
 
 
+def test_a_magnitude_is_part_of_its_number() -> None:
+    # "100k", "100 thousand" and "100,000" are one fact, in the answer or the context.
+    for text in ("100k", "100 thousand", "100,000"):
+        assert kinds(f"It had {text} users.") == [("100000", "number"), ("user", "word")]
+    for text in ("$2B", "$2bn", "$2 billion", "$2,000,000,000", "2 Mrd."):
+        assert [t.key for t in content_tokens(text)] == ["2000000000"], text
+    assert kinds("3.5 million people, a million euros, three million, 1,2 Mio.") == [
+        ("3500000", "number"), ("peopl", "word"), ("1000000", "number"),
+        ("euro", "word"), ("3000000", "number"), ("1200000", "number")]
+    # A distance, a unit after a space, a word that only counts before a magnitude.
+    assert kinds("a 100m sprint, 5 M, one of them") == [
+        ("100", "number"), ("sprint", "word"), ("5", "number"), ("one", "word")]
+    assert content_tokens("$100m")[0].key == "100000000"
+    vocabulary = build_evidence(["The channel reached 100k subscribers."]).vocabulary
+    assert content_tokens("100,000 subscribers")[0] in vocabulary
+    assert content_tokens("300,000 subscribers")[0] not in vocabulary
+    assert content_tokens("100 subscribers")[0] not in vocabulary
+
+
 def test_chinese_text_becomes_character_bigrams() -> None:
     tokens = content_tokens("长城很长")
     assert [t.key for t in tokens] == ["长城", "城很", "很长"]

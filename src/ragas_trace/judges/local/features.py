@@ -118,10 +118,13 @@ def statement_evidence(
     nearest = int(np.argmax(similarities)) if len(units) else -1
     similarity = float(similarities[nearest]) if len(units) else 0.0
     sentence_similarity = float(np.max(similarities[:n])) if n else 0.0
-    near_text = "" if nearest < 0 else evidence.sentences[nearest].text if nearest < n \
-        else " ".join(s.text for s in evidence.sentences[nearest - n:nearest - n + 2])
+    # Of a pair of neighbours, the sentence nearer the statement is the one it says or
+    # denies: "A two-year warranty. It does not cover the battery." does not deny "The
+    # warranty lasts two years."
+    said = nearest if nearest < n else max(nearest - n, nearest - n + 1,
+                                          key=lambda i: float(similarities[i]))
     negated = is_negated(statement)
-    denies = nearest >= 0 and negated != is_negated(near_text)
+    denies = nearest >= 0 and negated != is_negated(evidence.sentences[said].text)
     # A statement's counting word is the count it states: "about six hours" against the
     # context's "about three hours" misses a number, as "about 6 hours" does.
     tokens = [Token(t.text, c, Kind.NUMBER, t.start) if (c := counted(t)) is not None else t

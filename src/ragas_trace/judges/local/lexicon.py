@@ -168,6 +168,20 @@ NUMBER_VALUES = {
                strict=True)),
     "doce": 12, "veinte": 20,
 }
+# Magnitudes written after a number, as powers of ten: "3.5 million", "100k", "$2B",
+# "1,2 Mrd.". Not "billion" read as 10^12 (German "Billion"): English dominates here.
+MAGNITUDE_WORDS = {
+    "thousand": 3, "tausend": 3, "million": 6, "millions": 6, "millionen": 6, "mio": 6,
+    "millón": 6, "millones": 6, "mn": 6, "billion": 9, "billions": 9, "bn": 9,
+    "milliard": 9, "milliards": 9, "milliarde": 9, "milliarden": 9, "mrd": 9,
+    "trillion": 12, "trillions": 12,
+}
+# Single-letter magnitudes joined to the number. Lower-case "m" and "b" only after a
+# currency sign: "100m" is a distance, "$100m" a sum.
+MAGNITUDE_SUFFIXES = {"k": 3, "K": 3, "M": 6, "B": 9}
+MONEY_SUFFIXES = {"m": 6, "b": 9}
+# Words for one that count only before a magnitude: "a million", "one thousand".
+ONE_BEFORE_MAGNITUDE = frozenset("one a ein eine un une".split())
 # Tens that join a unit with a hyphen: "twenty-five" is 25.
 TENS = frozenset("twenty thirty forty fifty sixty seventy eighty ninety".split())
 

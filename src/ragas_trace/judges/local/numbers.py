@@ -9,6 +9,7 @@ import math
 import re
 from collections.abc import Iterable
 from collections.abc import Set as AbstractSet
+from decimal import Decimal
 
 CONVERSION = 0.03  # a unit conversion, rounded to the unit
 _SCALES = (1e3, 1e6, 1e9)  # thousand, million, billion
@@ -28,6 +29,15 @@ def value(key: str) -> float | None:
         return None
     number = float(match.group(0))
     return number if math.isfinite(number) else None
+
+
+def scaled(key: str, exponent: int) -> str | None:
+    """The key of a number written with a magnitude: ("3.5", 6) -> "3500000" for "3.5
+    million"; None for a key that is not a plain number (a date, a range)."""
+    text = key.replace(",", ".")
+    if _NUMBER.fullmatch(text) is None:
+        return None
+    return format(Decimal(text).scaleb(exponent).normalize(), "f")
 
 
 def _decimals(key: str) -> int:
@@ -90,9 +100,9 @@ def unit_follows(text: str, end: int) -> bool:
 
 
 def near(key: str, known: Iterable[float], *, measured: bool = False) -> bool:
-    """Whether the number with token key ``key`` is one of ``known`` rounded or scaled
-    by a magnitude word, or (where ``measured``: a unit follows it) converted between
-    common units."""
+    """Whether the number with token key ``key`` is one of ``known`` rounded, or scaled
+    by a magnitude written elsewhere (a table's "in millions"), or (where ``measured``:
+    a unit follows it) converted between common units."""
     stated = value(key)
     if stated is None or stated == 0.0 or _is_year(key):
         return False

@@ -18,13 +18,18 @@ from dataclasses import dataclass
 from enum import Enum
 
 from ragas_trace.judges.local.lexicon import (
+    MAGNITUDE_SUFFIXES,
+    MAGNITUDE_WORDS,
+    MONEY_SUFFIXES,
     MONTHS,
     NUMBER_VALUES,
+    ONE_BEFORE_MAGNITUDE,
     STOPWORDS,
     TENS,
     VAGUE_CJK,
     VAGUE_WORDS,
 )
+from ragas_trace.judges.local.numbers import scaled
 
 # What a number is, defined here once: a run of decimal digits (``\d`` in a str
 # pattern: Unicode category Nd, what ``str.isdecimal`` tests; "25", "٢٥", "２５")
@@ -93,15 +98,57 @@ def _number_key(match: re.Match[str]) -> str:
     return ("-" if match.group("sign") else "") + re.sub(r"[.,](?=\d{3}\b)", "", digits)
 
 
+_JOINED = re.compile(r"(?:[kKMBmb]|bn|mn)\b")
+_WORD_AFTER = re.compile(r"[^\S\n]+([^\W\d_]+)")
+
+
+def _magnitude(text: str, start: int, end: int) -> tuple[int, int] | None:
+    """The power of ten written after the number ``text[start:end]`` ("100k", "$2B",
+    "3.5 million", "three million") and where it ends; None where none is."""
+    if (joined := _JOINED.match(text, end)) is not None:
+        suffix = joined.group(0)
+        exponent = MAGNITUDE_SUFFIXES.get(suffix) or MAGNITUDE_WORDS.get(suffix)
+        if exponent is None and start and text[start - 1] in "$£€¥":
+            exponent = MONEY_SUFFIXES.get(suffix)
+        return None if exponent is None else (exponent, joined.end())
+    if (word := _WORD_AFTER.match(text, end)) is not None \
+            and (exponent := MAGNITUDE_WORDS.get(normalise(word.group(1)))) is not None:
+        return exponent, word.end()
+    return None
+
+
+def _scaled(text: str, m: re.Match[str], low: str) -> Token | None:
+    """A number, or a counting word, and the magnitude written after it, as one token."""
+    if m.group("number"):
+        key, start = _number_key(m), m.start("number")
+    elif low in NUMBER_VALUES or low in ONE_BEFORE_MAGNITUDE:
+        key, start = str(NUMBER_VALUES.get(low, 1)), m.start()
+    else:
+        return None
+    magnitude = _magnitude(text, start, m.end())
+    if magnitude is None or (big := scaled(key, magnitude[0])) is None:
+        return None
+    return Token(text[m.start():magnitude[1]], big, Kind.NUMBER, m.start())
+
+
 def content_tokens(text: str) -> list[Token]:
-    """Content-bearing tokens in order of appearance."""
+    """Content-bearing tokens in order of appearance. A number and the magnitude
+    written after it are one token with the value they make: "100k", "100 thousand"
+    and "100,000" are the same fact."""
     tokens: list[Token] = []
+    consumed = 0  # the end of the last magnitude read with its number
     for m in _TOKEN.finditer(_CJK_RUN.sub(lambda r: " " * len(r.group(0)), text)):
+        if m.start() < consumed:
+            continue
         raw = m.group(0)
+        low = normalise(raw)
+        if (big := _scaled(text, m, low)) is not None:
+            tokens.append(big)
+            consumed = big.start + len(big.text)
+            continue
         if m.group("number"):
             tokens.append(Token(raw, _number_key(m), Kind.NUMBER, m.start()))
             continue
-        low = normalise(raw)
         if low in MONTHS and raw[0].isupper():  # "may", "march" are verbs
             tokens.append(Token(raw, low, Kind.NUMBER, m.start()))
         elif "-" in low and (counted := _number_word(low)) is not None:
