@@ -195,6 +195,16 @@ def test_a_neighbour_that_denies_something_else_does_not_deny_the_statement(
     assert "denies" in turned.statements[0].reason, turned.statements
 
 
+def test_a_missing_name_counts_once_however_often_the_statement_repeats_it(
+        judge: LocalJudge) -> None:
+    context = "Silver: 100,000 subscribers. Gold: 1,000,000 subscribers."
+    answer = ("The Silver Play Button is awarded at 100k subscribers, and the Gold Play "
+              "Button at 1 million subscribers.")
+    scores = judge.evaluate_sync("What are the play button levels?", [context], answer,
+                                 frozenset({F}))
+    assert "not in the context: Play, Button;" in scores.statements[0].reason, scores
+
+
 REFUSALS = ["I don't know.", "I would rather not guess.", "Ich weiß es nicht.",
             "Das weiß ich leider nicht.", "Je ne sais pas.", "Je préfère ne pas deviner.",
             "No lo sé.", "No estoy seguro.", "我不知道。", "这个我不清楚。"]

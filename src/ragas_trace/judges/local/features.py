@@ -16,7 +16,7 @@ from __future__ import annotations
 import itertools
 import math
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -102,6 +102,14 @@ class StatementEvidence:
         return "; ".join(parts)
 
 
+def _distinct(tokens: Iterable[Token]) -> list[Token]:
+    """The first token of each key, in order."""
+    first: dict[str, Token] = {}
+    for token in tokens:
+        first.setdefault(token.key, token)
+    return list(first.values())
+
+
 def _weighted(tokens: Sequence[Token], rarity: RarityFn) -> float:
     return sum(weight(t, rarity) for t in tokens)
 
@@ -135,8 +143,10 @@ def statement_evidence(
                              measured=unit_follows(statement, t.start + len(t.text)))
                         or same_clock(t.key, evidence.clock))]
     approx_keys = {t.key for t in approximate}
-    missing_numbers = [t for t in missing if t.kind is Kind.NUMBER and t.key not in approx_keys]
-    missing_names = [t for t in missing if t.kind is Kind.NAME]
+    # A fact the context lacks is one, however often the statement repeats it.
+    missing_numbers = _distinct(t for t in missing
+                                if t.kind is Kind.NUMBER and t.key not in approx_keys)
+    missing_names = _distinct(t for t in missing if t.kind is Kind.NAME)
     missing_words = [t for t in missing if t.kind is Kind.WORD]
     total = _weighted(tokens, rarity)
     coverage = 1.0 - _weighted(missing_words, rarity) / total if total else 1.0
