@@ -34,8 +34,9 @@ _CITATION = re.compile(
 _LEAD_IN = re.compile(
     r"^(?:(?:sure|certainly|of course|absolutely|okay|ok|yes|great)[,!.]\s+)?"
     r"(?:(?:based|drawing)\s+(?:solely\s+|only\s+|entirely\s+)?on|according\s+to|as\s+"
-    r"(?:stated|mentioned|described|noted|shown)\s+in|from|per|in|using)\s+(?:the\s+|these\s+|this\s+"
-    r"|all\s+the\s+|each\s+|my\s+|our\s+)?(?:(?:provided|given|above|available|retrieved|supplied|following"
+    r"(?:stated|mentioned|described|noted|shown)\s+in|from|per|in|using)\s+"
+    r"(?:the\s+|these\s+|this\s+|all\s+the\s+|each\s+|my\s+|our\s+)?"
+    r"(?:(?:provided|given|above|available|retrieved|supplied|following"
     r"|relevant|three|two|first|second|third|\d)\s+)*" + _SOURCE
     + r"(?:\s+\d+)?(?:\s+(?:provided|given|above|you\s+(?:provided|gave)))?"
     r"(?:\s*\([^)]*\))?\s*[,:]\s*",
