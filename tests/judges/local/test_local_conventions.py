@@ -83,6 +83,22 @@ def test_a_json_passage_is_read_as_fields() -> None:
     assert "attributes / Outdoor Seating: no." in text.splitlines()
     assert yes_no_field("attributes / Outdoor Seating: no.") == ("Outdoor Seating", False)
     assert flatten_passage("{not json") == "{not json"
+    # Two halves of two letters are one word; a longer half is a word of its own.
+    assert "attributes / WiFi: free." in text.splitlines()
+    assert flatten_passage('{"ByAppointmentOnly": true}') == "By Appointment Only: yes."
+
+
+def test_a_time_on_the_12_hour_clock_is_the_records_24_hour_time(
+        judge: LocalJudge, passing: float) -> None:
+    # "AM" and "PM" after a time are part of it, not names the record lacks; "Wi-Fi"
+    # is the record's "WiFi".
+    scores = judge.evaluate_sync(
+        "Write an overview of this business from its record.", [json.dumps(RECORD)],
+        "On Mondays Harbour Lights Café is open from 5:00 PM to 9:00 PM. It offers "
+        "free Wi-Fi.", frozenset({F}))
+    for verdict in scores.statements:
+        assert "not in the context" not in verdict.reason, scores.statements
+    assert scores.faithfulness is not None and scores.faithfulness >= passing, scores
 
 
 @pytest.mark.parametrize(("answer", "contradicted"), [

@@ -96,6 +96,15 @@ def test_a_magnitude_is_part_of_its_number() -> None:
     assert content_tokens("100 subscribers")[0] not in vocabulary
 
 
+def test_a_meridiem_after_a_time_is_no_token_and_a_hyphen_may_join_a_word() -> None:
+    assert kinds("Open 10:00 AM to 8:00PM; PM Modi spoke") == [
+        ("open", "word"), ("10:00", "number"), ("8:00", "number"), ("pm", "word"),
+        ("modi", "name"), ("spok", "word")]
+    vocabulary = build_evidence(["Free WiFi and email support."]).vocabulary
+    assert all(t in vocabulary for t in content_tokens("x Wi-Fi, e-mail"))
+    assert content_tokens("x Hi-Fi")[0] not in vocabulary
+
+
 def test_chinese_text_becomes_character_bigrams() -> None:
     tokens = content_tokens("长城很长")
     assert [t.key for t in tokens] == ["长城", "城很", "很长"]

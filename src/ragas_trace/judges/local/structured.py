@@ -11,7 +11,9 @@ from collections.abc import Iterator
 from typing import Any
 
 MAX_STRUCTURED_CHARS = 200_000  # larger: read as text, not parsed
-_CAMEL = re.compile(r"(?<=[a-z])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
+# Not between two halves of two letters: "WiFi" is one word, "OutdoorSeating" two.
+_CAMEL = re.compile(r"(?<=[a-z])(?<!\b[A-Z][a-z])(?=[A-Z])|(?<=[a-z])(?=[A-Z][a-z]{2})"
+                    r"|(?<=[A-Z])(?=[A-Z][a-z])")
 _SHORT_MINUTES = re.compile(r"\b(\d{1,2}):(\d)\b")
 
 

@@ -149,6 +149,10 @@ def content_tokens(text: str) -> list[Token]:
         if m.group("number"):
             tokens.append(Token(raw, _number_key(m), Kind.NUMBER, m.start()))
             continue
+        # "10:00 AM" on a 24-hour record ("10:00-20:00"): the meridiem belongs to the
+        # time (``numbers.same_clock``), not a name the record lacks.
+        if low in ("am", "pm") and text[max(0, m.start() - 2):m.start()].strip()[-1:].isdigit():
+            continue
         if low in MONTHS and raw[0].isupper():  # "may", "march" are verbs
             tokens.append(Token(raw, low, Kind.NUMBER, m.start()))
         elif "-" in low and (counted := _number_word(low)) is not None:
@@ -259,6 +263,9 @@ class Vocabulary:
         if not isinstance(token, Token):
             return False
         if token.key in self.keys:
+            return True
+        # "Wi-Fi" and "WiFi", "e-mail" and "email": one word, spelt with a hyphen or not.
+        if "-" in token.key and token.key.replace("-", "") in self.keys:
             return True
         # An answer's "two years" is what a context's "two-year" or "2 years" says.
         if (count := counted(token)) is not None and count in self.keys:
