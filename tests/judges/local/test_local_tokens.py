@@ -103,6 +103,7 @@ def test_a_meridiem_after_a_time_is_no_token_and_a_hyphen_may_join_a_word() -> N
     vocabulary = build_evidence(["Free WiFi and email support."]).vocabulary
     assert all(t in vocabulary for t in content_tokens("x Wi-Fi, e-mail"))
     assert content_tokens("x Hi-Fi")[0] not in vocabulary
+    assert content_tokens("It ended 1-0")[1] not in build_evidence(["It ended 10 to 4."]).vocabulary
 
 
 def test_chinese_text_becomes_character_bigrams() -> None:

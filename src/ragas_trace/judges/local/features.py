@@ -363,7 +363,7 @@ def with_supports(answer: Mapping[str, float], supports: Sequence[float],
     that count for answers of few statements only. ``within``: the supports by the
     statement model fitted within each data set, read for answers of many statements
     only (for one, the pooled model reads a wrong number or name better)."""
-    support = np.clip(np.asarray(supports, dtype=np.float64), 1e-4, 1.0)
+    support = np.asarray(supports, dtype=np.float64)
     out = {**answer, "mean_support": float(support.mean()),
            "mean_support_within_multi": float(np.mean(within)) * answer["multi"]
            if within else 0.0,

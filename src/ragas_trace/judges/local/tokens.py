@@ -264,14 +264,15 @@ class Vocabulary:
             return False
         if token.key in self.keys:
             return True
-        # "Wi-Fi" and "WiFi", "e-mail" and "email": one word, spelt with a hyphen or not.
-        if "-" in token.key and token.key.replace("-", "") in self.keys:
-            return True
         # An answer's "two years" is what a context's "two-year" or "2 years" says.
         if (count := counted(token)) is not None and count in self.keys:
             return True
         if token.kind is Kind.NUMBER or len(token.key) < _MIN_STEM + 1:
             return False
+        # "Wi-Fi" and "WiFi", "e-mail" and "email": one word, spelt with a hyphen or not
+        # (not a score or a range: "1-0" is no "10").
+        if "-" in token.key and token.key.replace("-", "") in self.keys:
+            return True
         known = self._matched.get(token.key)
         if known is None:
             known = self._matched[token.key] = self._affix_match(token.key)
