@@ -195,6 +195,20 @@ def test_a_neighbour_that_denies_something_else_does_not_deny_the_statement(
     assert "denies" in turned.statements[0].reason, turned.statements
 
 
+@pytest.mark.parametrize(("context", "statement"), [
+    # The negation denies "love", which the statement does not say.
+    ("The diners did not love the eggs, which were overcooked.",
+     "The diners said that the eggs were overcooked."),
+    # "not only" denies nothing.
+    ("The pass is not only cheap but also valid on every line.",
+     "The pass is valid on every line."),
+])
+def test_a_negation_of_something_else_in_the_sentence_does_not_deny_the_statement(
+        judge: LocalJudge, context: str, statement: str) -> None:
+    scores = judge.evaluate_sync(None, [context], statement, frozenset({F}))
+    assert "denies" not in scores.statements[0].reason, scores.statements
+
+
 def test_a_missing_name_counts_once_however_often_the_statement_repeats_it(
         judge: LocalJudge) -> None:
     context = "Silver: 100,000 subscribers. Gold: 1,000,000 subscribers."
@@ -203,6 +217,25 @@ def test_a_missing_name_counts_once_however_often_the_statement_repeats_it(
     scores = judge.evaluate_sync("What are the play button levels?", [context], answer,
                                  frozenset({F}))
     assert "not in the context: Play, Button;" in scores.statements[0].reason, scores
+
+
+@pytest.mark.parametrize(("context", "statement", "abbreviation"), [
+    ("Afalava was born in American Samoa, a territory of the United States since 1900.",
+     "Afalava was born in American Samoa, a US territory.", "US"),
+    ("The Centers for Disease Control and Prevention publishes the growth charts.",
+     "The CDC publishes the growth charts.", "CDC"),
+    # Defined by the statement itself, in brackets after the words it abbreviates.
+    ("Artificial intelligence can be used to improve medical diagnoses.",
+     "Artificial intelligence (AI) can be used to improve medical diagnoses.", "AI"),
+])
+def test_an_abbreviation_of_the_names_initials_is_no_missing_name(
+        judge: LocalJudge, context: str, statement: str, abbreviation: str) -> None:
+    scores = judge.evaluate_sync(None, [context], statement, frozenset({F}))
+    assert "not in the context" not in scores.statements[0].reason, scores.statements
+    # An abbreviation the context does not spell out is still missing.
+    other = judge.evaluate_sync(None, [context], statement.replace(abbreviation, "UN"),
+                                frozenset({F}))
+    assert "not in the context: UN" in other.statements[0].reason, other.statements
 
 
 REFUSALS = ["I don't know.", "I would rather not guess.", "Ich weiß es nicht.",

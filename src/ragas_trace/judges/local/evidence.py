@@ -21,6 +21,7 @@ from ragas_trace.judges.local.tokens import (
     Vocabulary,
     content_tokens,
     fold_accents,
+    initialisms,
     normalise,
     spelled_out,
 )
@@ -80,13 +81,13 @@ def build_evidence(contexts: Sequence[str]) -> Evidence:
             referred = previous_names if continues else ()
             refers_back = bool(previous_names) and (
                 continues or bool(_REFERS_BACK.search(text)))
-            counts = tuple(spelled_out(tokens))
+            held = (*spelled_out(tokens), *initialisms(text))
             sentences.append(ContextSentence(text, tokens,
-                                             Vocabulary(tokens + counts + referred),
+                                             Vocabulary(tokens + held + referred),
                                              continues, refers_back))
             names = tuple(t for t in tokens if t.kind is Kind.NAME or t.text[:1].isupper())
             previous_names = names or previous_names
-            every.extend(tokens + counts)
+            every.extend(tokens + held)
     words: set[str] = set()
     bigrams: set[tuple[str, str]] = set()
     for sentence in sentences:

@@ -24,7 +24,8 @@ import numpy as np
 from ragas_trace.judges.local.comparisons import reversed_comparisons
 from ragas_trace.judges.local.embedder import Vectors
 from ragas_trace.judges.local.evidence import Evidence, folded, plain_words
-from ragas_trace.judges.local.negation import is_negated
+from ragas_trace.judges.local.lexicon import NAME_LINKS
+from ragas_trace.judges.local.negation import contradicts, is_negated
 from ragas_trace.judges.local.numbers import near, same_clock, unit_follows
 from ragas_trace.judges.local.substitution import substitutions
 from ragas_trace.judges.local.tokens import (
@@ -110,6 +111,18 @@ def _distinct(tokens: Iterable[Token]) -> list[Token]:
     return list(first.values())
 
 
+def _defined(statement: str, token: Token) -> bool:
+    """Whether the token is an abbreviation the statement defines in brackets after the
+    words it abbreviates ("artificial intelligence (AI)", "click-through rate (CTR)"):
+    no fact of its own."""
+    if token.kind is not Kind.NAME or statement[token.start - 1:token.start] != "(":
+        return False
+    letters = token.text.removesuffix("s").casefold()
+    words = [w for w in _WORD.findall(statement[:token.start - 1])
+             if w.casefold() not in NAME_LINKS][-len(letters):]
+    return len(words) == len(letters) and "".join(w[0] for w in words).casefold() == letters
+
+
 def _weighted(tokens: Sequence[Token], rarity: RarityFn) -> float:
     return sum(weight(t, rarity) for t in tokens)
 
@@ -131,12 +144,13 @@ def statement_evidence(
     # warranty lasts two years."
     said = nearest if nearest < n else max(nearest - n, nearest - n + 1,
                                           key=lambda i: float(similarities[i]))
-    negated = is_negated(statement)
-    denies = nearest >= 0 and negated != is_negated(evidence.sentences[said].text)
     # A statement's counting word is the count it states: "about six hours" against the
     # context's "about three hours" misses a number, as "about 6 hours" does.
     tokens = [Token(t.text, c, Kind.NUMBER, t.start) if (c := counted(t)) is not None else t
-              for t in content_tokens(statement)]
+              for t in content_tokens(statement) if not _defined(statement, t)]
+    negated = is_negated(statement)
+    denies = nearest >= 0 and contradicts(statement, tokens, evidence.sentences[said].text,
+                                          evidence.sentences[said].tokens)
     missing = [t for t in tokens if t not in evidence.vocabulary]
     approximate = [t for t in missing if t.kind is Kind.NUMBER
                    and (near(t.key, evidence.numbers,

@@ -253,3 +253,9 @@ def question_parts(question: str) -> list[str]:
     it?"); empty for a simple one."""
     parts = [p.strip(" ,?？") for p in _PART_BREAK.split(question)]
     return [p for p in parts if p] if len(parts) > 1 else []
+
+
+# Small words a name may hold, left out of its initials: "Institute of Business Ethics"
+# is "IBE".
+NAME_LINKS = frozenset({"of", "for", "and", "the", "on", "de", "du", "des", "del", "la",
+                        "le", "von", "der", "und", "y"})

@@ -5,6 +5,9 @@ embedding barely moves for it, so it is checked on its own."""
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
+
+from ragas_trace.judges.local.tokens import Token
 
 _NEGATION = re.compile(
     r"\b(not|never|no|none|nobody|nothing|neither|nor|cannot|without)\b|n't\b"
@@ -13,9 +16,44 @@ _NEGATION = re.compile(
     r"|\b(nunca|jamás|ningún|ninguna|ninguno|tampoco|sin)\b"
     r"|不是|不会|不能|不再|并不|从不|从未|未曾|没有|没|无法|并非|绝不",
     re.IGNORECASE)
+# Negation words that deny nothing: "not only X but also Y" says X.
+_NOT_A_DENIAL = re.compile(r"(not|no) (only|just|merely|doubt|least)\b|nothing but\b",
+                           re.IGNORECASE)
 
 
 def is_negated(text: str) -> bool:
     """Whether the text denies something (in English, German, French, Spanish or
     Chinese). Double negation is not undone."""
     return bool(_NEGATION.search(text))
+
+
+def negated_keys(text: str, tokens: Sequence[Token]) -> frozenset[str]:
+    """The keys of the words the text denies: the first content word after each
+    negation ("does not cover the battery": cover)."""
+    denied = set()
+    for match in _NEGATION.finditer(text):
+        if _NOT_A_DENIAL.match(text, match.start()):
+            continue
+        after = next((t for t in tokens if t.start >= match.end()), None)
+        if after is not None:
+            denied.add(after.key)
+    return frozenset(denied)
+
+
+def contradicts(statement: str, statement_tokens: Sequence[Token], sentence: str,
+                sentence_tokens: Sequence[Token]) -> bool:
+    """Whether the context's sentence denies what the statement says, or the other way
+    round: the context's "does not cover the battery" against "the battery is
+    covered". The denied word must be one the other text says, or, for a statement that
+    denies, the only word of it the sentence lacks ("is not involved in the project"
+    against "is the main contractor of the project"). A negation elsewhere in a
+    sentence ("they did not love the eggs, which were overcooked") does not deny what a
+    statement says of something else ("the eggs were overcooked")."""
+    if is_negated(statement) == is_negated(sentence):
+        return False
+    said = {t.key for t in statement_tokens}
+    held = {t.key for t in sentence_tokens}
+    if is_negated(sentence):
+        return bool(negated_keys(sentence, sentence_tokens) & said)
+    denied = negated_keys(statement, statement_tokens)
+    return bool(denied & held) or (bool(denied) and said - denied <= held)

@@ -22,6 +22,7 @@ from ragas_trace.judges.local.lexicon import (
     MAGNITUDE_WORDS,
     MONEY_SUFFIXES,
     MONTHS,
+    NAME_LINKS,
     NUMBER_VALUES,
     ONE_BEFORE_MAGNITUDE,
     STOPWORDS,
@@ -168,6 +169,43 @@ def content_tokens(text: str) -> list[Token]:
         grams = [(i, run[i:i + 2]) for i in range(len(run) - 1)] or [(0, run)]
         tokens.extend(Token(g, g, Kind.WORD, m.start() + i) for i, g in grams)
     return sorted(tokens, key=lambda t: t.start)
+
+
+_WORD_AT = re.compile(r"[^\W\d_][\w'’-]*")
+_LONGEST_INITIALISM = 6
+
+
+def initialisms(text: str) -> list[Token]:
+    """The abbreviations the text's names make of their initials, as name tokens: a
+    context's "United States" holds an answer's "US", "Centers for Disease Control"
+    its "CDC". Each run of capitalised words (not opened by "The") gives the initials
+    of its first two, three, ... words."""
+    runs: list[list[str]] = []
+    run: list[str] = []
+    starts: list[int] = []
+    end = 0  # where the run's last word, or a link after it, ends
+    linked = False  # a small word follows the run's last capitalised word
+    for m in _WORD_AT.finditer(text):
+        word = m.group(0)
+        next_to = bool(run) and text[end:m.start()].strip() in ("", "-")
+        if word[0].isupper() and word.casefold() != "the":
+            if not next_to:
+                runs.append(run := [])
+                starts.append(m.start())
+            run.append(word)
+            linked = False
+        elif next_to and not linked and word in NAME_LINKS:
+            linked = True
+        else:
+            run = []
+            continue
+        end = m.end()
+    out: list[Token] = []
+    for words, at in zip(runs, starts, strict=True):
+        letters = "".join(w[0] for w in words[:_LONGEST_INITIALISM])
+        out.extend(Token(letters[:n], stem(fold_accents(normalise(letters[:n]))), Kind.NAME, at)
+                   for n in range(2, len(letters) + 1))
+    return out
 
 
 def spelled_out(tokens: Iterable[Token]) -> list[Token]:
