@@ -47,6 +47,12 @@ def cases(rows: list[dict[str, Any]]) -> dict[str, tuple[str, list[str], str]]:
                               first["gt_answer"] + " " * 20_000 + "."),
         "context_33k_tiny_sentences": (first["question"], ["Ab. " * 33_000 + first["context"]],
                                        first["gt_answer"]),
+        # One sentence of 15,000 negations against 40 statements: 98 s when the words
+        # a sentence denies were looked up again for each statement, by a scan of its
+        # tokens from each negation.
+        "sentence_15k_negations": (
+            "What is fine?", [" ".join(f"not w{i}" for i in range(15_000)) + "."],
+            " ".join(f"Statement {i} says w{i} is fine." for i in range(40))),
     }
 
 

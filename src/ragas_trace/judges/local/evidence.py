@@ -13,6 +13,7 @@ import numpy as np
 from ragas_trace.judges.local.comparisons import Comparison, comparisons
 from ragas_trace.judges.local.embedder import Vectors
 from ragas_trace.judges.local.lexicon import STOPWORDS
+from ragas_trace.judges.local.negation import is_negated, negated_keys
 from ragas_trace.judges.local.numbers import parts, value
 from ragas_trace.judges.local.structured import yes_no_field
 from ragas_trace.judges.local.tokens import (
@@ -48,6 +49,8 @@ class ContextSentence:
     vocabulary: Vocabulary  # own tokens plus names a pronoun refers back to
     continues: bool = False  # opens with a pronoun for the previous sentence's subject
     refers_back: bool = False  # opens with any word pointing at the previous sentence
+    negated: bool = False  # holds a negation
+    denied: frozenset[str] = frozenset()  # the keys of the words it denies
 
 
 @dataclass(frozen=True)
@@ -84,7 +87,8 @@ def build_evidence(contexts: Sequence[str]) -> Evidence:
             held = (*spelled_out(tokens), *initialisms(text))
             sentences.append(ContextSentence(text, tokens,
                                              Vocabulary(tokens + held + referred),
-                                             continues, refers_back))
+                                             continues, refers_back, is_negated(text),
+                                             negated_keys(text, tokens)))
             names = tuple(t for t in tokens if t.kind is Kind.NAME or t.text[:1].isupper())
             previous_names = names or previous_names
             every.extend(tokens + held)

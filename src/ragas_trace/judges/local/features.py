@@ -149,8 +149,9 @@ def statement_evidence(
     tokens = [Token(t.text, c, Kind.NUMBER, t.start) if (c := counted(t)) is not None else t
               for t in content_tokens(statement) if not _defined(statement, t)]
     negated = is_negated(statement)
-    denies = nearest >= 0 and contradicts(statement, tokens, evidence.sentences[said].text,
-                                          evidence.sentences[said].tokens)
+    sentence = evidence.sentences[said] if nearest >= 0 else None
+    denies = sentence is not None and contradicts(statement, tokens, sentence.negated,
+                                                  sentence.denied, sentence.vocabulary.keys)
     missing = [t for t in tokens if t not in evidence.vocabulary]
     approximate = [t for t in missing if t.kind is Kind.NUMBER
                    and (near(t.key, evidence.numbers,

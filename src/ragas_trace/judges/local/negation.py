@@ -29,31 +29,32 @@ def is_negated(text: str) -> bool:
 
 def negated_keys(text: str, tokens: Sequence[Token]) -> frozenset[str]:
     """The keys of the words the text denies: the first content word after each
-    negation ("does not cover the battery": cover)."""
+    negation ("does not cover the battery": cover). ``tokens``: the text's, in order."""
     denied = set()
+    at = 0  # the first token not before the current negation's end: one pass in all
     for match in _NEGATION.finditer(text):
-        if _NOT_A_DENIAL.match(text, match.start()):
-            continue
-        after = next((t for t in tokens if t.start >= match.end()), None)
-        if after is not None:
-            denied.add(after.key)
+        while at < len(tokens) and tokens[at].start < match.end():
+            at += 1
+        if at < len(tokens) and not _NOT_A_DENIAL.match(text, match.start()):
+            denied.add(tokens[at].key)
     return frozenset(denied)
 
 
-def contradicts(statement: str, statement_tokens: Sequence[Token], sentence: str,
-                sentence_tokens: Sequence[Token]) -> bool:
+def contradicts(statement: str, statement_tokens: Sequence[Token], sentence_negated: bool,
+                sentence_denied: frozenset[str], sentence_keys: frozenset[str]) -> bool:
     """Whether the context's sentence denies what the statement says, or the other way
     round: the context's "does not cover the battery" against "the battery is
-    covered". The denied word must be one the other text says, or, for a statement that
-    denies, the only word of it the sentence lacks ("is not involved in the project"
-    against "is the main contractor of the project"). A negation elsewhere in a
-    sentence ("they did not love the eggs, which were overcooked") does not deny what a
-    statement says of something else ("the eggs were overcooked")."""
-    if is_negated(statement) == is_negated(sentence):
+    covered". The sentence comes as whether it holds a negation, the words it denies
+    and its token keys, read once per sentence. The denied word must be one the other
+    text says, or, for a statement that denies, the only word of it the sentence lacks
+    ("is not involved in the project" against "is the main contractor of the
+    project"). A negation elsewhere in a sentence ("they did not love the eggs, which
+    were overcooked") does not deny what a statement says of something else ("the eggs
+    were overcooked")."""
+    if is_negated(statement) == sentence_negated:
         return False
     said = {t.key for t in statement_tokens}
-    held = {t.key for t in sentence_tokens}
-    if is_negated(sentence):
-        return bool(negated_keys(sentence, sentence_tokens) & said)
+    if sentence_negated:
+        return bool(sentence_denied & said)
     denied = negated_keys(statement, statement_tokens)
-    return bool(denied & held) or (bool(denied) and said - denied <= held)
+    return bool(denied & sentence_keys) or (bool(denied) and said - denied <= sentence_keys)
