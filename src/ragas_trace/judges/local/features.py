@@ -111,6 +111,10 @@ def _distinct(tokens: Iterable[Token]) -> list[Token]:
     return list(first.values())
 
 
+_LONGEST_DEFINED = 10  # letters of an abbreviation defined in brackets
+_CHARS_PER_WORD = 40  # how far back its words are looked for, per letter
+
+
 def _defined(statement: str, token: Token) -> bool:
     """Whether the token is an abbreviation the statement defines in brackets after the
     words it abbreviates ("artificial intelligence (AI)", "click-through rate (CTR)"):
@@ -118,8 +122,12 @@ def _defined(statement: str, token: Token) -> bool:
     if token.kind is not Kind.NAME or statement[token.start - 1:token.start] != "(":
         return False
     letters = token.text.removesuffix("s").casefold()
-    words = [w for w in _WORD.findall(statement[:token.start - 1])
-             if w.casefold() not in NAME_LINKS][-len(letters):]
+    if len(letters) > _LONGEST_DEFINED:
+        return False
+    # Only the text just before the bracket: a statement of thousands of bracketed
+    # tokens stays linear.
+    before = statement[max(0, token.start - 1 - _CHARS_PER_WORD * len(letters)):token.start - 1]
+    words = [w for w in _WORD.findall(before) if w.casefold() not in NAME_LINKS][-len(letters):]
     return len(words) == len(letters) and "".join(w[0] for w in words).casefold() == letters
 
 
