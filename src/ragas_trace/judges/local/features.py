@@ -24,7 +24,6 @@ import numpy as np
 from ragas_trace.judges.local.comparisons import reversed_comparisons
 from ragas_trace.judges.local.embedder import Vectors
 from ragas_trace.judges.local.evidence import Evidence, folded, plain_words
-from ragas_trace.judges.local.lexicon import NAME_LINKS
 from ragas_trace.judges.local.negation import contradicts, is_negated
 from ragas_trace.judges.local.numbers import near, same_clock, unit_follows
 from ragas_trace.judges.local.substitution import substitutions
@@ -36,6 +35,7 @@ from ragas_trace.judges.local.tokens import (
     clauses,
     content_tokens,
     counted,
+    defined_in_brackets,
     vague_count,
     weight,
 )
@@ -111,26 +111,6 @@ def _distinct(tokens: Iterable[Token]) -> list[Token]:
     return list(first.values())
 
 
-_LONGEST_DEFINED = 10  # letters of an abbreviation defined in brackets
-_CHARS_PER_WORD = 40  # how far back its words are looked for, per letter
-
-
-def _defined(statement: str, token: Token) -> bool:
-    """Whether the token is an abbreviation the statement defines in brackets after the
-    words it abbreviates ("artificial intelligence (AI)", "click-through rate (CTR)"):
-    no fact of its own."""
-    if token.kind is not Kind.NAME or statement[token.start - 1:token.start] != "(":
-        return False
-    letters = token.text.removesuffix("s").casefold()
-    if len(letters) > _LONGEST_DEFINED:
-        return False
-    # Only the text just before the bracket: a statement of thousands of bracketed
-    # tokens stays linear.
-    before = statement[max(0, token.start - 1 - _CHARS_PER_WORD * len(letters)):token.start - 1]
-    words = [w for w in _WORD.findall(before) if w.casefold() not in NAME_LINKS][-len(letters):]
-    return len(words) == len(letters) and "".join(w[0] for w in words).casefold() == letters
-
-
 def _weighted(tokens: Sequence[Token], rarity: RarityFn) -> float:
     return sum(weight(t, rarity) for t in tokens)
 
@@ -155,10 +135,10 @@ def statement_evidence(
     # A statement's counting word is the count it states: "about six hours" against the
     # context's "about three hours" misses a number, as "about 6 hours" does.
     tokens = [Token(t.text, c, Kind.NUMBER, t.start) if (c := counted(t)) is not None else t
-              for t in content_tokens(statement) if not _defined(statement, t)]
+              for t in content_tokens(statement) if not defined_in_brackets(statement, t)]
     negated = is_negated(statement)
     sentence = evidence.sentences[said] if nearest >= 0 else None
-    denies = sentence is not None and contradicts(statement, tokens, sentence.negated,
+    denies = sentence is not None and contradicts(statement, tokens, negated, sentence.negated,
                                                   sentence.denied, sentence.vocabulary.keys)
     missing = [t for t in tokens if t not in evidence.vocabulary]
     approximate = [t for t in missing if t.kind is Kind.NUMBER

@@ -40,18 +40,19 @@ def negated_keys(text: str, tokens: Sequence[Token]) -> frozenset[str]:
     return frozenset(denied)
 
 
-def contradicts(statement: str, statement_tokens: Sequence[Token], sentence_negated: bool,
-                sentence_denied: frozenset[str], sentence_keys: frozenset[str]) -> bool:
+def contradicts(statement: str, statement_tokens: Sequence[Token], statement_negated: bool,
+                sentence_negated: bool, sentence_denied: frozenset[str],
+                sentence_keys: frozenset[str]) -> bool:
     """Whether the context's sentence denies what the statement says, or the other way
     round: the context's "does not cover the battery" against "the battery is
-    covered". The sentence comes as whether it holds a negation, the words it denies
-    and its token keys, read once per sentence. The denied word must be one the other
-    text says, or, for a statement that denies, the only word of it the sentence lacks
-    ("is not involved in the project" against "is the main contractor of the
-    project"). A negation elsewhere in a sentence ("they did not love the eggs, which
-    were overcooked") does not deny what a statement says of something else ("the eggs
-    were overcooked")."""
-    if is_negated(statement) == sentence_negated:
+    covered". Each side's ``is_negated`` comes already read, as do the sentence's
+    denied words (``negated_keys``) and token keys, once per sentence. The denied word
+    must be one the other text says, or, for a statement that denies, the only word of
+    it the sentence lacks ("is not involved in the project" against "is the main
+    contractor of the project"). A negation elsewhere in a sentence ("they did not
+    love the eggs, which were overcooked") does not deny what a statement says of
+    something else ("the eggs were overcooked")."""
+    if statement_negated == sentence_negated:
         return False
     said = {t.key for t in statement_tokens}
     if sentence_negated:

@@ -180,9 +180,8 @@ def initialisms(text: str) -> list[Token]:
     context's "United States" holds an answer's "US", "Centers for Disease Control"
     its "CDC". Each run of capitalised words (not opened by "The") gives the initials
     of its first two, three, ... words."""
-    runs: list[list[str]] = []
+    runs: list[tuple[int, list[str]]] = []  # (where it starts, its capitalised words)
     run: list[str] = []
-    starts: list[int] = []
     end = 0  # where the run's last word, or a link after it, ends
     linked = False  # a small word follows the run's last capitalised word
     for m in _WORD_AT.finditer(text):
@@ -190,8 +189,8 @@ def initialisms(text: str) -> list[Token]:
         next_to = bool(run) and text[end:m.start()].strip() in ("", "-")
         if word[0].isupper() and word.casefold() != "the":
             if not next_to:
-                runs.append(run := [])
-                starts.append(m.start())
+                run = []
+                runs.append((m.start(), run))
             run.append(word)
             linked = False
         elif next_to and not linked and word in NAME_LINKS:
@@ -201,11 +200,33 @@ def initialisms(text: str) -> list[Token]:
             continue
         end = m.end()
     out: list[Token] = []
-    for words, at in zip(runs, starts, strict=True):
+    for at, words in runs:
         letters = "".join(w[0] for w in words[:_LONGEST_INITIALISM])
         out.extend(Token(letters[:n], stem(fold_accents(normalise(letters[:n]))), Kind.NAME, at)
                    for n in range(2, len(letters) + 1))
     return out
+
+
+_PLAIN_WORD = re.compile(r"[^\W\d_]+")
+_LONGEST_DEFINED = 10  # letters of an abbreviation defined in brackets
+_CHARS_PER_WORD = 40  # how far back its words are looked for, per letter
+
+
+def defined_in_brackets(text: str, token: Token) -> bool:
+    """Whether the token is an abbreviation the text defines in brackets after the
+    words it abbreviates ("artificial intelligence (AI)", "click-through rate (CTR)"):
+    no fact of its own."""
+    if token.kind is not Kind.NAME or text[token.start - 1:token.start] != "(":
+        return False
+    letters = token.text.removesuffix("s").casefold()
+    if len(letters) > _LONGEST_DEFINED:
+        return False
+    # Only the text just before the bracket: a text of thousands of bracketed tokens
+    # stays linear.
+    before = text[max(0, token.start - 1 - _CHARS_PER_WORD * len(letters)):token.start - 1]
+    words = [w for w in _PLAIN_WORD.findall(before)
+             if w.casefold() not in NAME_LINKS][-len(letters):]
+    return len(words) == len(letters) and "".join(w[0] for w in words).casefold() == letters
 
 
 def spelled_out(tokens: Iterable[Token]) -> list[Token]:
