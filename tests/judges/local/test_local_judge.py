@@ -159,6 +159,16 @@ def test_naming_one_of_the_people_asked_about_answers_who(judge: LocalJudge,
     assert "no name" not in (scores.result(Metric.ANSWER_RELEVANCE).reason or "")
 
 
+@pytest.mark.parametrize("picks", ["Stavik Quarry", "Holm Quarry"])
+def test_naming_one_of_two_names_that_share_a_word_picks_it(judge: LocalJudge,
+                                                            picks: str) -> None:
+    # "Quarry" is in both options: it names neither, so the answer picks one.
+    context = ["Holm Quarry closed in 1961, two years after Stavik Quarry."]
+    scores = judge.evaluate_sync("Which closed first, Holm Quarry or Stavik Quarry?",
+                                 context, picks, frozenset({Metric.ANSWER_RELEVANCE}))
+    assert "picks one" in (scores.result(Metric.ANSWER_RELEVANCE).reason or ""), scores
+
+
 def test_padding_lowers_context_relevance(judge: LocalJudge) -> None:
     tight = judge.evaluate_sync(QUESTION, [CONTEXT], ANSWER)
     padded = judge.evaluate_sync(QUESTION, [PADDED], ANSWER)

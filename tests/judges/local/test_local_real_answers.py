@@ -238,6 +238,48 @@ def test_an_abbreviation_of_the_names_initials_is_no_missing_name(
     assert "not in the context: UN" in other.statements[0].reason, other.statements
 
 
+@pytest.mark.parametrize(("context", "statement", "unlike"), [
+    # Written with full stops in the context, spelt out or not in the statement.
+    ("The mayor of Varnholm met U.S. officials on Friday.",
+     "The mayor of Varnholm met US officials.", "The mayor of Varnholm met UK officials."),
+    ("The mayor of Varnholm met U.S. officials on Friday.",
+     "The mayor of Varnholm met United States officials.",
+     "The mayor of Varnholm met United Kingdom officials."),
+    ("The UNHCR opened a camp near Varnholm.",
+     "The United Nations High Commissioner for Refugees opened a camp near Varnholm.",
+     "The United Nations Children's Fund opened a camp near Varnholm."),
+])
+def test_a_name_is_its_initials_either_way(judge: LocalJudge, context: str, statement: str,
+                                          unlike: str) -> None:
+    scores = judge.evaluate_sync(None, [context], statement, frozenset({F}))
+    assert "not in the context" not in scores.statements[0].reason, scores.statements
+    other = judge.evaluate_sync(None, [context], unlike, frozenset({F}))
+    assert "not in the context" in other.statements[0].reason, other.statements
+
+
+def test_a_name_is_not_another_names_initials(judge: LocalJudge) -> None:
+    # The context's "British Columbia" makes the initials "BC", not an abbreviation it
+    # writes: "Bill Clinton" is not there.
+    scores = judge.evaluate_sync(None, ["The ferry runs from British Columbia to Varnholm."],
+                                 "The ferry took Bill Clinton to Varnholm.", frozenset({F}))
+    assert "not in the context: Bill, Clinton" in scores.statements[0].reason, scores
+
+
+def test_an_answer_opening_on_a_pronoun_is_read_with_the_question(
+        judge: LocalJudge, passing: float) -> None:
+    # "It" is the refund period the question asks about, as the context's sentence says.
+    context = ["The Varnholm ferry pass is valid on every boat of the line. It comes with "
+               "a three-month refund period. Children under six travel free."]
+    question = "How long is the refund period?"
+    asked = judge.evaluate_sync(question, context, "It lasts three months.", frozenset({F}))
+    unasked = judge.evaluate_sync(None, context, "It lasts three months.", frozenset({F}))
+    assert asked.faithfulness is not None and unasked.faithfulness is not None
+    assert asked.faithfulness > unasked.faithfulness, (asked, unasked)
+    assert asked.faithfulness >= passing, asked
+    wrong = judge.evaluate_sync(question, context, "It lasts five months.", frozenset({F}))
+    assert wrong.faithfulness is not None and wrong.faithfulness < passing, wrong
+
+
 REFUSALS = ["I don't know.", "I would rather not guess.", "Ich weiß es nicht.",
             "Das weiß ich leider nicht.", "Je ne sais pas.", "Je préfère ne pas deviner.",
             "No lo sé.", "No estoy seguro.", "我不知道。", "这个我不清楚。"]

@@ -160,11 +160,28 @@ def test_a_place_is_a_name_or_a_phrase_of_place(answer: str, holds_a_place: bool
     assert meets(Expects.PLACE, tokens, answer) is holds_a_place
 
 
+def test_initials_written_with_full_stops_are_a_name() -> None:
+    tokens = content_tokens("Talks in Washington, D.C., between U.S. and U.N. envoys")
+    assert [(t.key, t.kind) for t in tokens if t.key in ("dc", "us", "un")] == [
+        ("dc", Kind.NAME), ("us", Kind.NAME), ("un", Kind.NAME)]
+    # Lower-case abbreviations are no names.
+    assert content_tokens("e.g. i.e.") == []
+
+
 def test_alternative_questions() -> None:
     assert alternatives("Which is larger, Jupiter or Saturn?") == ("Jupiter", "Saturn")
     assert alternatives("Ist der Rhein oder die Donau länger?") == ("Rhein", "Donau")
     assert alternatives("Is a litre of water or a litre of oil heavier?") == ("water", "litre")
     assert alternatives("What causes tides?") is None
+
+
+def test_an_alternative_that_is_a_name_keeps_all_its_words() -> None:
+    assert alternatives("Which closed first, Holm Quarry or Stavik Quarry?") == (
+        "Holm Quarry", "Stavik Quarry")
+    # The question's opening word is capitalised as the first, not as a name.
+    assert alternatives("Is Nordby Hall or Vika Hall older?") == ("Nordby Hall", "Vika Hall")
+    assert alternatives("Did Ingrid Solberg or Maja Berg win?") == ("Ingrid Solberg",
+                                                                     "Maja Berg")
 
 
 def test_compound_questions_are_split_into_parts() -> None:

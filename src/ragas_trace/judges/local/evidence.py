@@ -65,10 +65,16 @@ class Evidence:
     numbers: tuple[float, ...] = ()  # the values of its plain numbers
     clock: frozenset[int] = frozenset()  # the whole numbers in its times, ranges, dates
     flat: str = ""  # all of it, case, accents and spacing folded: for verbatim spans
+    abbreviations: frozenset[str] = frozenset()  # keys of its "US", "U.S.", "UNHCR"
 
     @property
     def texts(self) -> list[str]:
         return [s.text for s in self.sentences]
+
+
+def opens_with_pronoun(text: str) -> bool:
+    """Whether the sentence's subject is a pronoun ("It lasts two years.")."""
+    return bool(_SUBJECT_PRONOUN.search(text))
 
 
 def build_evidence(contexts: Sequence[str]) -> Evidence:
@@ -109,7 +115,19 @@ def build_evidence(contexts: Sequence[str]) -> Evidence:
                     frozenset(bigrams), tuple(fields),
                     tuple(v for v in map(value, number_keys) if v is not None),
                     frozenset(p for k in number_keys if k[:1].isdigit() for p in parts(k)),
-                    folded("\n".join(contexts)))
+                    folded("\n".join(contexts)),
+                    frozenset(t.key for s in sentences for t in s.tokens
+                              if is_abbreviation(t.text)))
+
+
+_LONGEST_ABBREVIATION = 6
+
+
+def is_abbreviation(text: str) -> bool:
+    """Written as initials: "US", "U.S.", "UNHCR"."""
+    letters = text.replace(".", "")
+    return 2 <= len(letters) <= _LONGEST_ABBREVIATION and letters.isalpha() \
+        and letters.isupper()
 
 
 def folded(text: str) -> str:

@@ -31,6 +31,7 @@ from ragas_trace.judges.local.tokens import (
     Kind,
     RarityFn,
     Token,
+    abbreviated,
     clause_groups,
     clauses,
     content_tokens,
@@ -140,7 +141,8 @@ def statement_evidence(
     sentence = evidence.sentences[said] if nearest >= 0 else None
     denies = sentence is not None and contradicts(statement, tokens, negated, sentence.negated,
                                                   sentence.denied, sentence.vocabulary.keys)
-    missing = [t for t in tokens if t not in evidence.vocabulary]
+    spelled = abbreviated(statement, evidence.abbreviations)
+    missing = [t for t in tokens if t not in evidence.vocabulary and t.start not in spelled]
     approximate = [t for t in missing if t.kind is Kind.NUMBER
                    and (near(t.key, evidence.numbers,
                              measured=unit_follows(statement, t.start + len(t.text)))

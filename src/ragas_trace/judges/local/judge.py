@@ -22,7 +22,12 @@ import numpy as np
 from ragas_trace._internal_errors import record_internal_error
 from ragas_trace.judges.local.conventions import answer_parts, clean_line
 from ragas_trace.judges.local.embedder import MODEL_ID, Embedder, ModelIntegrityError, Vectors
-from ragas_trace.judges.local.evidence import Evidence, build_evidence, plain_words
+from ragas_trace.judges.local.evidence import (
+    Evidence,
+    build_evidence,
+    opens_with_pronoun,
+    plain_words,
+)
 from ragas_trace.judges.local.features import (
     StatementEvidence,
     answer_evidence,
@@ -239,6 +244,13 @@ class _Record:
             self.statements = [framed_statement(self.question, self.answer_parts[0])]
         else:
             self.statements = claims
+        # An answer that opens on a pronoun ("It lasts two years.") speaks of what the
+        # question asks about: that statement's vector is read with the question.
+        self.read_as: dict[str, str] = {}
+        if self.question and self.statements and not self.short \
+                and opens_with_pronoun(self.statements[0]):
+            first = self.statements[0]
+            self.read_as[first] = framed_statement(self.question, first)
         self.rarity = embedder.rarity
         self.question_parts = question_parts(self.question) \
             if Metric.CONTEXT_RELEVANCE in metrics else []
@@ -319,7 +331,7 @@ class _Record:
         for s in self.statements:
             evidence, own = self._read_against(s, vec, sentence_vectors)
             found.append(statement_evidence(
-                s, vec(s), evidence, units if self.windows is None
+                s, vec(self.read_as.get(s, s)), evidence, units if self.windows is None
                 else _with_adjacent_pairs(own), self.rarity,
                 similarity_of=self._similarity, known=self.embedder.knows))
         return [Measured(s, "statement", e.features, e.reason())
@@ -356,7 +368,8 @@ class _Record:
             sentences = self.sentence_texts if self.windows is None else [
                 self.sentence_texts[i] for i in sorted({i for w in self.windows.values()
                                                         for i in w})]
-            wanted += [self.question, *self.question_parts, *self.statements, *sentences]
+            wanted += [self.question, *self.question_parts, *self.statements,
+                       *self.read_as.values(), *sentences]
         return list(dict.fromkeys(t for t in wanted if t))
 
     def _faithfulness(self, measured: list[Measured], models: SupportModels

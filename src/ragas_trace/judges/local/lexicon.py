@@ -233,9 +233,35 @@ def replies_yes_no(question: str, answer: str) -> bool:
 
 
 def alternatives(question: str) -> tuple[str, str] | None:
-    """The two options of an alternative question ("Jupiter or Saturn"), if any."""
+    """The two options of an alternative question ("Jupiter or Saturn"), if any. An
+    option that is a name takes the capitalised words around it: "Camlaren Mine or
+    Barton Mine" offers two mines, not "Mine" and "Barton"."""
     match = _ALTERNATIVES.search(question)
-    return (match.group(1), match.group(2)) if match else None
+    if not match:
+        return None
+    first, second = match.group(1), match.group(2)
+    if first[:1].isupper():
+        # Bounded look back; the question's opening word ("Is", "Did") is capitalised
+        # as the sentence's first, not as a name.
+        before = question[max(0, match.start(1) - _NAME_REACH):match.start(1)].split()
+        if match.start(1) - _NAME_REACH <= 0 and before:
+            before = before[1:]
+        for word in reversed(before):
+            if not word[:1].isupper() or not word[-1:].isalnum():
+                break
+            first = f"{word} {first}"
+    if second[:1].isupper():
+        for word in question[match.end(2):match.end(2) + _NAME_REACH].split(" ")[1:]:
+            name = word.rstrip("?,;:.!")
+            if not name[:1].isupper():
+                break
+            second = f"{second} {name}"
+            if name != word:
+                break
+    return first, second
+
+
+_NAME_REACH = 120  # characters: a name of a dozen words
 
 
 # A break starts where a run of spaces starts and takes the whole run (possessive):

@@ -125,6 +125,9 @@ def _chooses(answer: str, tokens: Sequence[Token], options: tuple[str, str]) -> 
     keys = [{t.key for t in content_tokens("x " + option)} for option in options]
     if not all(keys):
         return False
+    # "Camlaren Mine or Barton Mine?" - "Barton Mine": the word both options share
+    # names neither of them.
+    keys = [own - other or own for own, other in ((keys[0], keys[1]), (keys[1], keys[0]))]
     for clause in clause_groups(answer, tokens):
         found = [[t for t in clause if t.key in k] for k in keys]
         if sum(1 for f in found if f) == 1:

@@ -14,6 +14,7 @@ import bisect
 import re
 import unicodedata
 from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 from enum import Enum
 
@@ -40,6 +41,7 @@ from ragas_trace.judges.local.numbers import scaled
 _TOKEN = re.compile(
     r"(?P<sign>(?<![\w.,])[-−](?=\d)|\b(?i:minus|negative)\s+(?=\d))?"  # -2, minus 2
     r"(?P<number>\d+(?:[.,:/-]\d+)*)"  # 1,500  365.2422  1-0  20:15
+    r"|(?P<initials>(?<![^\W\d_])(?:[A-Z]\.){2,})"  # U.S., D.C.: the name "US", "DC"
     r"|[^\W\d_]+(?:[-'’][^\W\d_]+)*",  # words, with inner hyphens/apostrophes
 )
 _CJK_RUN = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]+")
@@ -150,6 +152,10 @@ def content_tokens(text: str) -> list[Token]:
         if m.group("number"):
             tokens.append(Token(raw, _number_key(m), Kind.NUMBER, m.start()))
             continue
+        if m.group("initials"):
+            tokens.append(Token(raw, stem(fold_accents(normalise(raw.replace(".", "")))),
+                                Kind.NAME, m.start()))
+            continue
         # "10:00 AM" on a 24-hour record ("10:00-20:00"): the meridiem belongs to the
         # time (``numbers.same_clock``), not a name the record lacks.
         if low in ("am", "pm") and text[max(0, m.start() - 2):m.start()].strip()[-1:].isdigit():
@@ -175,13 +181,11 @@ _WORD_AT = re.compile(r"[^\W\d_][\w'’-]*")
 _LONGEST_INITIALISM = 6
 
 
-def initialisms(text: str) -> list[Token]:
-    """The abbreviations the text's names make of their initials, as name tokens: a
-    context's "United States" holds an answer's "US", "Centers for Disease Control"
-    its "CDC". Each run of capitalised words (not opened by "The") gives the initials
-    of its first two, three, ... words."""
-    runs: list[tuple[int, list[str]]] = []  # (where it starts, its capitalised words)
-    run: list[str] = []
+def _name_runs(text: str) -> list[list[re.Match[str]]]:
+    """The runs of capitalised words (not opened by "The"), a small word such as "of"
+    allowed between two of them."""
+    runs: list[list[re.Match[str]]] = []
+    run: list[re.Match[str]] = []
     end = 0  # where the run's last word, or a link after it, ends
     linked = False  # a small word follows the run's last capitalised word
     for m in _WORD_AT.finditer(text):
@@ -190,8 +194,8 @@ def initialisms(text: str) -> list[Token]:
         if word[0].isupper() and word.casefold() != "the":
             if not next_to:
                 run = []
-                runs.append((m.start(), run))
-            run.append(word)
+                runs.append(run)
+            run.append(m)
             linked = False
         elif next_to and not linked and word in NAME_LINKS:
             linked = True
@@ -199,11 +203,35 @@ def initialisms(text: str) -> list[Token]:
             run = []
             continue
         end = m.end()
+    return runs
+
+
+def _initials_key(words: Sequence[re.Match[str]]) -> str:
+    return stem(fold_accents(normalise("".join(w.group(0)[0] for w in words))))
+
+
+def initialisms(text: str) -> list[Token]:
+    """The abbreviations the text's names make of their initials, as name tokens: a
+    context's "United States" holds an answer's "US", "Centers for Disease Control"
+    its "CDC". Each run of capitalised words gives the initials of its first two,
+    three, ... words."""
     out: list[Token] = []
-    for at, words in runs:
-        letters = "".join(w[0] for w in words[:_LONGEST_INITIALISM])
-        out.extend(Token(letters[:n], stem(fold_accents(normalise(letters[:n]))), Kind.NAME, at)
+    for run in _name_runs(text):
+        letters = "".join(w.group(0)[0] for w in run[:_LONGEST_INITIALISM])
+        out.extend(Token(letters[:n], _initials_key(run[:n]), Kind.NAME, run[0].start())
                    for n in range(2, len(letters) + 1))
+    return out
+
+
+def abbreviated(text: str, keys: AbstractSet[str]) -> set[int]:
+    """Where the words start that a name of the text spells out while ``keys`` hold its
+    initials: an answer's "United States" where the context says "U.S."."""
+    out: set[int] = set()
+    for run in _name_runs(text):
+        for n in range(min(len(run), _LONGEST_INITIALISM), 1, -1):
+            if _initials_key(run[:n]) in keys:
+                out.update(w.start() for w in run[:n])
+                break
     return out
 
 
