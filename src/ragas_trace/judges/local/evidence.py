@@ -23,6 +23,7 @@ from ragas_trace.judges.local.tokens import (
     content_tokens,
     fold_accents,
     initialisms,
+    is_abbreviation,
     normalise,
     spelled_out,
 )
@@ -86,7 +87,7 @@ def build_evidence(contexts: Sequence[str]) -> Evidence:
         previous_names: tuple[Token, ...] = ()
         for text in split_sentences(passage):
             tokens = tuple(content_tokens(text))
-            continues = bool(_SUBJECT_PRONOUN.search(text)) and bool(previous_names)
+            continues = opens_with_pronoun(text) and bool(previous_names)
             referred = previous_names if continues else ()
             refers_back = bool(previous_names) and (
                 continues or bool(_REFERS_BACK.search(text)))
@@ -119,15 +120,6 @@ def build_evidence(contexts: Sequence[str]) -> Evidence:
                     frozenset(t.key for s in sentences for t in s.tokens
                               if is_abbreviation(t.text)))
 
-
-_LONGEST_ABBREVIATION = 6
-
-
-def is_abbreviation(text: str) -> bool:
-    """Written as initials: "US", "U.S.", "UNHCR"."""
-    letters = text.replace(".", "")
-    return 2 <= len(letters) <= _LONGEST_ABBREVIATION and letters.isalpha() \
-        and letters.isupper()
 
 
 def folded(text: str) -> str:

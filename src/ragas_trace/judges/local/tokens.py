@@ -223,6 +223,13 @@ def initialisms(text: str) -> list[Token]:
     return out
 
 
+def is_abbreviation(text: str) -> bool:
+    """Written as initials: "US", "U.S.", "UNHCR"."""
+    letters = text.replace(".", "")
+    return 2 <= len(letters) <= _LONGEST_INITIALISM and letters.isalpha() \
+        and letters.isupper()
+
+
 def abbreviated(text: str, keys: AbstractSet[str]) -> set[int]:
     """Where the words start that a name of the text spells out while ``keys`` hold its
     initials: an answer's "United States" where the context says "U.S."."""
