@@ -157,7 +157,11 @@ def test_prometheus_reads_every_workers_scores(server, prometheus, metrics_ports
         def state() -> object:
             return prometheus.query(f'sum by (status) (ragas_evaluations_total{{job="{server}"}})')
 
-        wait_for(f"{REQUESTS} scored requests in Prometheus", lambda: counted() == REQUESTS,
+        # The evaluation counter and the score histogram are written one after the
+        # other: a scrape can fall between them, so both are waited for.
+        wait_for(f"{REQUESTS} scored requests in Prometheus",
+                 lambda: counted() == REQUESTS and scraped(
+                     prometheus, server, "ragas_faithfulness_count") == REQUESTS,
                  state=state)
         assert scraped(prometheus, server, "ragas_faithfulness_count") == REQUESTS
         # The worker to kill: one whose counts would be lost with it; the one serving
