@@ -21,7 +21,11 @@ and are left out of the rankings; their number is reported.
 
 Answer relevance of real answers: AttributionBench dev's whole responses and HaluEval's
 right answers to their own question, and to another question of their set, passing
-the shipped threshold.
+the shipped threshold. And of incomplete answers, as the paper's protocol makes them
+(an answer to part of the question): WikiEval's compound questions ("When ..., and
+what ...?") with a reference answer of several sentences, the whole answer against
+its first sentence alone (constructed, not human-labelled): pairwise agreement and
+the share of each passing.
 
 Baselines: ``lexical``, the share of the answer's content words found in the
 passages; ``length``, shorter answers score higher (HaluEval is dominated by it).
@@ -55,9 +59,11 @@ from judge_data import (  # noqa: E402
     words,
 )
 
+from ragas_trace.cli.eval_cmd import preference_point  # noqa: E402
 from ragas_trace.judges.local import Embedder, LocalJudge  # noqa: E402
-from ragas_trace.judges.local.lexicon import STOPWORDS  # noqa: E402
+from ragas_trace.judges.local.lexicon import STOPWORDS, question_parts  # noqa: E402
 from ragas_trace.judges.local.support_model import load_models  # noqa: E402
+from ragas_trace.metrics.sentences import split_sentences  # noqa: E402
 from ragas_trace.results import Metric  # noqa: E402
 from results_file import write_results  # noqa: E402
 
@@ -208,7 +214,8 @@ def real_answer_relevance(data: Path, threads: int) -> dict[str, Any]:
 
     halueval_right = [(a.question, a.contexts, a.answer) for a in halueval(data)
                       if not a.hallucinated]
-    out: dict[str, Any] = {"threshold": threshold}
+    out: dict[str, Any] = {"threshold": threshold,
+                           "wikieval_incomplete": incomplete_answers(data, one, threshold, threads)}
     for name, rows in (("attributionbench_responses", attributionbench_responses(data)),
                        ("halueval_right", halueval_right)):
         out[name] = {"answers": len(rows)}
@@ -223,6 +230,28 @@ def real_answer_relevance(data: Path, threads: int) -> dict[str, Any]:
                               4),
                 "median": round(values[len(values) // 2], 4) if values else None}
     return out
+
+
+def incomplete_answers(data: Path, relevance: Callable[[tuple[str, tuple[str, ...], str]],
+                                                       float | None],
+                       threshold: float, threads: int) -> dict[str, Any]:
+    """WikiEval's compound questions with a reference answer of several sentences:
+    the whole answer against its first sentence (which answers a part)."""
+    rows = json.loads((data / "wikieval-50.json").read_text(encoding="utf-8"))
+    cases = [(str(r["question"]), (str(r["context"]),), sentences)
+             for r in rows if question_parts(str(r["question"]))
+             and len(sentences := split_sentences(str(r["gt_answer"]))) > 1]
+    with ThreadPoolExecutor(threads) as pool:
+        whole = list(pool.map(relevance, [(q, c, " ".join(s)) for q, c, s in cases]))
+        first = list(pool.map(relevance, [(q, c, s[0]) for q, c, s in cases]))
+    return {"questions": len(cases),
+            "agreement": round(sum(preference_point(w, f)
+                                   for w, f in zip(whole, first, strict=True))
+                               / max(1, len(cases)), 4),
+            "whole_pass": round(sum(1 for v in whole if v is not None and v >= threshold)
+                                / max(1, len(cases)), 4),
+            "first_sentence_pass": round(sum(1 for v in first if v is not None
+                                             and v >= threshold) / max(1, len(cases)), 4)}
 
 
 def verbatim_pass(answers: Sequence[Answer], scores: Scores, threshold: float) -> dict[str, Any]:
@@ -293,6 +322,18 @@ def figures(report: dict[str, Any]) -> dict[str, dict[str, Any]]:
                 "value": r[name]["pass"], "unit": "share",
                 "label": f"Answer relevance of {whose} ({r['answers']}) {what}: share "
                          f"passing at the shipped threshold {relevance['threshold']}"}
+    w = relevance["wikieval_incomplete"]
+    about = (f"WikiEval's compound questions with a reference answer of several sentences "
+             f"({w['questions']})")
+    out["wikieval:answer_relevance_whole_over_first_sentence"] = {
+        "value": w["agreement"], "unit": "agreement",
+        "label": f"Answer relevance, {about}: the whole answer above its first sentence "
+                 "alone (an incomplete answer; constructed)"}
+    for name, what in (("whole", "the whole answer"), ("first_sentence", "its first sentence")):
+        out[f"wikieval:answer_relevance_pass_{name}"] = {
+            "value": w[f"{name}_pass"], "unit": "share",
+            "label": f"Answer relevance, {about}: {what} passing at the shipped threshold "
+                     f"{relevance['threshold']}"}
     v = report["halueval_verbatim"]
     out["halueval:verbatim_pass"] = {
         "value": v["pass"], "unit": "share",

@@ -300,6 +300,15 @@ def _judge_report() -> str:
                              f"{other['value']:.0%} for another question of the set")
     if relevance:
         lines += ["", "Answer relevance of real answers: " + "; ".join(relevance) + "."]
+    whole = figures.get("wikieval:answer_relevance_pass_whole")
+    first = figures.get("wikieval:answer_relevance_pass_first_sentence")
+    above = figures.get("wikieval:answer_relevance_whole_over_first_sentence")
+    if whole is not None and first is not None and above is not None:
+        lines += ["", "Answer relevance of incomplete answers (WikiEval's compound questions, "
+                  "the reference answer against its first sentence alone, which answers a "
+                  f"part): the whole answer scores higher in {above['value']:.0%} of pairs; "
+                  f"{whole['value']:.0%} of whole answers pass, {first['value']:.0%} of "
+                  "first sentences."]
     return "\n".join(lines)
 
 

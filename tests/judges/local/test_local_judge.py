@@ -9,6 +9,8 @@ import pytest
 from ragas_trace import _internal_errors
 from ragas_trace.judges.base import Judge
 from ragas_trace.judges.local import Embedder, LocalJudge
+from ragas_trace.judges.local.scoring import answer_relevance
+from ragas_trace.judges.local.tokens import Vocabulary, content_tokens
 from ragas_trace.results import ALL_METRICS, Metric, MetricStatus
 
 CONTEXT = ("The Eiffel Tower was completed in March 1889 as the entrance arch to the World's "
@@ -131,6 +133,40 @@ def test_a_when_question_answered_without_a_date_is_discounted(judge: LocalJudge
     assert dated.answer_relevance is not None and undated.answer_relevance is not None
     assert dated.answer_relevance > undated.answer_relevance
     assert "no number" in (undated.reasons["answer_relevance"] or "")
+
+
+def test_an_answer_to_one_part_of_a_compound_question_is_incomplete(judge: LocalJudge) -> None:
+    # The paper's answer relevance penalises an incomplete answer: each part of the
+    # question needs a sentence of the answer near it.
+    question = "Where is the Harbour Museum located, and what is its main collection?"
+    context = ("The Harbour Museum stands on the old quay in Port Elin. Its main collection "
+               "is a fleet of restored fishing boats from the nineteenth century. The museum "
+               "opened in 1974.")
+    both = judge.evaluate_sync(question, [context], "The Harbour Museum is on the old quay in "
+                               "Port Elin. Its main collection is a fleet of restored "
+                               "nineteenth-century fishing boats.")
+    part = judge.evaluate_sync(question, [context], "The Harbour Museum is on the old quay in "
+                               "Port Elin, and it opened in 1974.")
+    assert both.answer_relevance is not None and part.answer_relevance is not None
+    assert both.answer_relevance >= judge.thresholds["answer_relevance"] > part.answer_relevance
+    assert "no answer to" not in (both.reasons["answer_relevance"] or "")
+    assert '"what is its main collection"' in (part.reasons["answer_relevance"] or "")
+
+
+def test_names_the_context_lacks_lower_relevance_only_so_far() -> None:
+    # Relevance is not factuality (faithfulness judges the names): past two a
+    # statement, more names the context lacks lower it no further.
+    question = "Which stations does the night bus stop at?"
+    grounded = Vocabulary(content_tokens("The night bus stops at Central Station."))
+
+    def relevance(stations: str) -> float:
+        return answer_relevance(question, 0.6, f"The night bus stops at {stations}.",
+                                grounded, lambda word: 1.0)[0]
+
+    few = relevance("Alder Park and Birch Lane")
+    many = relevance("Alder Park, Birch Lane, Cedar Hill, Dock Road, Elm Square, Fir Gate "
+                     "and Glen Cross")
+    assert relevance("Central Station") > few == pytest.approx(many)
 
 
 @pytest.mark.parametrize("picks", ["Gold is heavier.", "Gold is heavier than silver.",

@@ -254,6 +254,12 @@ class _Record:
         self.rarity = embedder.rarity
         self.question_parts = question_parts(self.question) \
             if Metric.CONTEXT_RELEVANCE in metrics else []
+        # The parts an answer of its own sentences must each answer (a short answer's
+        # kind of fact is checked instead: a phrase is near no part on its own). A
+        # part of question words only ("When" of "When and where ...") asks nothing.
+        self.asked_parts = [
+            p for p in question_parts(self.question) if content_tokens(p)
+        ] if Metric.ANSWER_RELEVANCE in metrics and self.answer and not self.short else []
         # A long context: each statement (and the question) is read against its own
         # window of sentences, and only those are embedded (``windows``).
         self.windows: dict[str, list[int]] | None = None
@@ -363,7 +369,7 @@ class _Record:
     def _texts_to_embed(self) -> list[str]:
         wanted: list[str] = []
         if self.question and self.answer and Metric.ANSWER_RELEVANCE in self.metrics:
-            wanted += [self.question, *self.answer_parts]
+            wanted += [self.question, *self.answer_parts, *self.asked_parts]
         if self._context_needed():
             sentences = self.sentence_texts if self.windows is None else [
                 self.sentence_texts[i] for i in sorted({i for w in self.windows.values()
@@ -423,8 +429,10 @@ class _Record:
         # Markup is no content: a list's "1." or a citation's "[2]" is not a number the
         # answer invents.
         plain = "\n".join(clean_line(line) for line in self.answer.splitlines())
+        answered = [(part, max(float(vec(part) @ vec(s)) for s in self.answer_parts))
+                    for part in self.asked_parts]
         value, reason = answer_relevance(self.question, similarity, plain, grounded,
-                                         self.rarity, len(self.answer_parts))
+                                         self.rarity, len(self.answer_parts), answered)
         return MetricResult(min(1.0, max(0.0, value)), MetricStatus.SCORED, reason)
 
     def _answer_vector(self, vec: _VecFn) -> Vectors:

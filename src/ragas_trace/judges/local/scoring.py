@@ -48,8 +48,16 @@ ANSWER_FLOOR, ANSWER_FULL = 0.20, 0.70
 # Both discounts count per statement of the answer: a long answer's list numbers, or
 # its "some" and "many", are not each a statement's worth of evasion.
 UNSUPPORTED_FACT_FACTOR = 0.8
+# ...up to two a statement: relevance does not fall further with the count (a list of
+# 49 landmarks the context lacks scored 0.004 to its own question).
+MOST_UNSUPPORTED = 2.0
 VAGUE_FACTOR = 0.75  # per placeholder word ("someone", "something") in an answer
 UNMET_EXPECTATION_FACTOR = 0.5  # a "when" question answered without any date...
+# ...and a part of a compound question that no sentence of the answer answers, by
+# degrees: none near it (unrelated, as for ANSWER_FLOOR) counts whole, one at the top
+# of the same-topic band counts not at all. A part lacks its subject ("what is its
+# elevation"): the sentence answering it is often only on its topic.
+PART_FLOOR, PART_FULL = ANSWER_FLOOR, 0.50
 LEXICAL_WEIGHT = 0.2  # share of the question's terms a context sentence contains
 LACKS_EXPECTED_PENALTY = 0.15  # a sentence without the kind of fact the question asks
 RELATIVE_FLOOR, RELATIVE_FULL = 0.30, 0.10  # needed: within 0.1 of the best sentence
@@ -65,13 +73,15 @@ def _weighted(tokens: Sequence[Token], rarity: RarityFn) -> float:
 
 def answer_relevance(
     question: str, similarity: float, answer: str, grounded: Vocabulary | None,
-    rarity: RarityFn, statements: int = 1,
+    rarity: RarityFn, statements: int = 1, parts: Sequence[tuple[str, float]] = (),
 ) -> tuple[float, str]:
     """Closeness of question and answer, discounted when the answer adds nothing the
     question did not already say, uses placeholders, or lacks the kind of fact the
     question asks for (a date for "when", a name for "who"). What the answer adds
     counts only where the context (``grounded``, when there is one) has it: content
-    the context lacks is never rewarded. ``statements``: how many the answer makes."""
+    the context lacks is never rewarded. ``statements``: how many the answer makes.
+    ``parts``: each part of a compound question with the cosine of the answer's
+    sentence nearest it; the paper's answer relevance penalises an incomplete answer."""
     # A good answer is not a paraphrase of its question: its cosine with it reaches
     # ~0.7 at best, where the paper compares questions with questions.
     closeness = _ramp(similarity, ANSWER_FLOOR, ANSWER_FULL)
@@ -102,21 +112,25 @@ def answer_relevance(
     # them meets it, though the question already names it.
     unmet = [] if chooses else [kind for kind in expectations(question)
                                 if not meets(kind, new, answer)]
+    unanswered = [(part, 1.0 - _ramp(cosine, PART_FLOOR, PART_FULL)) for part, cosine in parts]
     per = max(1, statements)
     value = closeness * (0.5 + 0.5 * informativeness) * VAGUE_FACTOR ** (vague / per) \
-        * UNMET_EXPECTATION_FACTOR ** len(unmet) * UNSUPPORTED_FACT_FACTOR ** (len(invented) / per)
-    parts = [f"question-answer similarity {similarity:.2f}",
+        * UNMET_EXPECTATION_FACTOR ** (len(unmet) + sum(u for _, u in unanswered)) \
+        * UNSUPPORTED_FACT_FACTOR ** min(len(invented) / per, MOST_UNSUPPORTED)
+    notes = [f"question-answer similarity {similarity:.2f}",
              f"supported new content weight {new_weight:.1f}"]
     if invented:
-        parts.append("names or numbers not in the context: "
+        notes.append("names or numbers not in the context: "
                      + ", ".join(t.text for t in invented))
     if chooses:
-        parts.append("picks one of the alternatives asked about")
+        notes.append("picks one of the alternatives asked about")
     if vague:
-        parts.append(f"{vague} placeholder word(s)")
+        notes.append(f"{vague} placeholder word(s)")
     if unmet:
-        parts.append("no " + " or ".join(k.value for k in unmet) + " the question asks for")
-    return value, "; ".join(parts)
+        notes.append("no " + " or ".join(k.value for k in unmet) + " the question asks for")
+    if missed := [part for part, u in unanswered if u >= 0.5]:
+        notes.append("no answer to: " + "; ".join(f'"{part}"' for part in missed))
+    return value, "; ".join(notes)
 
 
 def _chooses(answer: str, tokens: Sequence[Token], options: tuple[str, str]) -> bool:
