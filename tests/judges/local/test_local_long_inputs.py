@@ -4,6 +4,7 @@ work grows with the lengths, not with their product. Our own examples."""
 
 from ragas_trace.judges.local import LocalJudge
 from ragas_trace.judges.local.judge import _Record
+from ragas_trace.judges.local.lexicon import MOST_PARTS
 from ragas_trace.judges.local.windows import ALL_SENTENCES, PER_QUESTION, PER_STATEMENT
 from ragas_trace.results import ALL_METRICS, Metric, MetricStatus
 
@@ -62,3 +63,17 @@ def test_a_long_answer_over_a_long_context_is_scored() -> None:
     assert len(scores.statements) == 330
     unsupported = [v for v in scores.statements if not v.supported]
     assert [v.statement for v in unsupported] == ["The depot also builds ships for the navy."]
+
+
+def test_a_question_of_a_thousand_parts_embeds_a_few(judge: LocalJudge) -> None:
+    # Each part of a compound question is embedded and may be named in a reason: a
+    # question that lists a thousand is read as its first few.
+    question = " and ".join(f"what does shed {i} store" for i in range(1000)) + "?"
+    record = _Record(judge._embedder, question, [long_context(5)],
+                     "The sheds store rope. The depot opened in 1871.", ALL_METRICS)
+    parts = [t for t in record.texts if t.startswith("what does shed") and t != question]
+    assert 0 < len(parts) <= MOST_PARTS
+    scores = judge.evaluate_sync(question, [long_context(5)], "Shed 2 stores rope.")
+    reason = scores.result(AR).reason or ""
+    assert scores.result(AR).status is MetricStatus.SCORED
+    assert len(reason) < 400, reason

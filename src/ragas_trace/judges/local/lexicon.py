@@ -274,11 +274,15 @@ _PART_BREAK = re.compile(
     re.IGNORECASE)
 
 
+# Each part is embedded: a question of more is a list, read as its first ones.
+MOST_PARTS = 8
+
+
 def question_parts(question: str) -> list[str]:
     """The sub-questions of a compound question ("When was it built, and who designed
-    it?"); empty for a simple one."""
+    it?"), the first ``MOST_PARTS``; empty for a simple one."""
     parts = [p.strip(" ,?？") for p in _PART_BREAK.split(question)]
-    return [p for p in parts if p] if len(parts) > 1 else []
+    return [p for p in parts if p][:MOST_PARTS] if len(parts) > 1 else []
 
 
 # Small words a name may hold, left out of its initials: "Institute of Business Ethics"
