@@ -167,6 +167,10 @@ def test_names_the_context_lacks_lower_relevance_only_so_far() -> None:
     many = relevance("Alder Park, Birch Lane, Cedar Hill, Dock Road, Elm Square, Fir Gate "
                      "and Glen Cross")
     assert relevance("Central Station") > few == pytest.approx(many)
+    # ...and the reason names the first few (a span keeps 200 characters of it).
+    reason = answer_relevance(question, 0.6, "The night bus stops at " + ", ".join(
+        f"platform {i}" for i in range(400)) + ".", grounded, lambda word: 1.0)[1]
+    assert reason.endswith("not in the context: 0, 1, 2 and 397 more"), reason
 
 
 @pytest.mark.parametrize("picks", ["Gold is heavier.", "Gold is heavier than silver.",

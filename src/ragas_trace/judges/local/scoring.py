@@ -58,7 +58,7 @@ UNMET_EXPECTATION_FACTOR = 0.5  # a "when" question answered without any date...
 # of the same-topic band counts not at all. A part lacks its subject ("what is its
 # elevation"): the sentence answering it is often only on its topic.
 PART_FLOOR, PART_FULL = ANSWER_FLOOR, 0.50
-NAMED_PARTS = 3  # a reason names this many unanswered parts at most
+NAMED = 3  # a reason names this many invented facts or unanswered parts at most
 LEXICAL_WEIGHT = 0.2  # share of the question's terms a context sentence contains
 LACKS_EXPECTED_PENALTY = 0.15  # a sentence without the kind of fact the question asks
 RELATIVE_FLOOR, RELATIVE_FULL = 0.30, 0.10  # needed: within 0.1 of the best sentence
@@ -122,18 +122,23 @@ def answer_relevance(
              f"supported new content weight {new_weight:.1f}"]
     if invented:
         notes.append("names or numbers not in the context: "
-                     + ", ".join(t.text for t in invented))
+                     + _named([t.text for t in invented], ", "))
     if chooses:
         notes.append("picks one of the alternatives asked about")
     if vague:
         notes.append(f"{vague} placeholder word(s)")
     if unmet:
         notes.append("no " + " or ".join(k.value for k in unmet) + " the question asks for")
-    if missed := [part for part, u in unanswered if u >= 0.5]:
-        more = f" and {len(missed) - NAMED_PARTS} more" if len(missed) > NAMED_PARTS else ""
-        notes.append("no answer to: " + "; ".join(f'"{part}"' for part in missed[:NAMED_PARTS])
-                     + more)
+    if missed := [f'"{part}"' for part, u in unanswered if u >= 0.5]:
+        notes.append("no answer to: " + _named(missed, "; "))
     return value, "; ".join(notes)
+
+
+def _named(items: Sequence[str], separator: str) -> str:
+    """The first ``NAMED`` items, and how many more: a reason stays short (spans keep
+    its first 200 characters) whatever the answer's length."""
+    more = f" and {len(items) - NAMED} more" if len(items) > NAMED else ""
+    return separator.join(items[:NAMED]) + more
 
 
 def _chooses(answer: str, tokens: Sequence[Token], options: tuple[str, str]) -> bool:
