@@ -226,10 +226,15 @@ def real_answer_relevance(data: Path, threads: int) -> dict[str, Any]:
             with ThreadPoolExecutor(threads) as pool:
                 values = sorted(v for v in pool.map(one, pairs) if v is not None)
             out[name][which] = {
-                "pass": round(sum(1 for v in values if v >= threshold) / max(1, len(values)),
-                              4),
+                "pass": passing(values, threshold),
                 "median": round(values[len(values) // 2], 4) if values else None}
     return out
+
+
+def passing(values: Sequence[float | None], threshold: float) -> float:
+    """The share of the scored values at or above ``threshold``."""
+    scored = [v for v in values if v is not None]
+    return round(sum(1 for v in scored if v >= threshold) / max(1, len(scored)), 4)
 
 
 def incomplete_answers(data: Path, relevance: Callable[[tuple[str, tuple[str, ...], str]],
@@ -248,10 +253,8 @@ def incomplete_answers(data: Path, relevance: Callable[[tuple[str, tuple[str, ..
             "agreement": round(sum(preference_point(w, f)
                                    for w, f in zip(whole, first, strict=True))
                                / max(1, len(cases)), 4),
-            "whole_pass": round(sum(1 for v in whole if v is not None and v >= threshold)
-                                / max(1, len(cases)), 4),
-            "first_sentence_pass": round(sum(1 for v in first if v is not None
-                                             and v >= threshold) / max(1, len(cases)), 4)}
+            "whole_pass": passing(whole, threshold),
+            "first_sentence_pass": passing(first, threshold)}
 
 
 def verbatim_pass(answers: Sequence[Answer], scores: Scores, threshold: float) -> dict[str, Any]:

@@ -252,14 +252,14 @@ class _Record:
             first = self.statements[0]
             self.read_as[first] = framed_statement(self.question, first)
         self.rarity = embedder.rarity
-        self.question_parts = question_parts(self.question) \
-            if Metric.CONTEXT_RELEVANCE in metrics else []
+        compound = question_parts(self.question) \
+            if metrics & {Metric.CONTEXT_RELEVANCE, Metric.ANSWER_RELEVANCE} else []
+        self.question_parts = compound if Metric.CONTEXT_RELEVANCE in metrics else []
         # The parts an answer of its own sentences must each answer (a short answer's
         # kind of fact is checked instead: a phrase is near no part on its own). A
         # part of question words only ("When" of "When and where ...") asks nothing.
-        self.asked_parts = [
-            p for p in question_parts(self.question) if content_tokens(p)
-        ] if Metric.ANSWER_RELEVANCE in metrics and self.answer and not self.short else []
+        self.asked_parts = [p for p in compound if content_tokens(p)] \
+            if Metric.ANSWER_RELEVANCE in metrics and self.answer and not self.short else []
         # A long context: each statement (and the question) is read against its own
         # window of sentences, and only those are embedded (``windows``).
         self.windows: dict[str, list[int]] | None = None
