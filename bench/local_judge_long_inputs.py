@@ -53,6 +53,10 @@ def cases(rows: list[dict[str, Any]]) -> dict[str, tuple[str, list[str], str]]:
         "sentence_15k_negations": (
             "What is fine?", [" ".join(f"not w{i}" for i in range(15_000)) + "."],
             " ".join(f"Statement {i} says w{i} is fine." for i in range(40))),
+        # Every sentence holds every statement's words: each statement's window was
+        # found by scoring all 10,000 sentences.
+        "same_words_in_every_sentence": ("电池多少钱？", ["电池的价格是一百元。" * 10_000],
+                                         "一百元。" * 5_000),
     }
 
 

@@ -3,9 +3,17 @@ statement is read against its own window, and only the windows are embedded, so 
 work grows with the lengths, not with their product. Our own examples."""
 
 from ragas_trace.judges.local import LocalJudge
+from ragas_trace.judges.local.evidence import build_evidence
 from ragas_trace.judges.local.judge import _Record
 from ragas_trace.judges.local.lexicon import MOST_PARTS
-from ragas_trace.judges.local.windows import ALL_SENTENCES, PER_QUESTION, PER_STATEMENT
+from ragas_trace.judges.local.tokens import content_tokens
+from ragas_trace.judges.local.windows import (
+    ALL_SENTENCES,
+    MOST_POSTINGS,
+    PER_QUESTION,
+    PER_STATEMENT,
+    SentenceIndex,
+)
 from ragas_trace.results import ALL_METRICS, Metric, MetricStatus
 
 F, AR, CR = Metric.FAITHFULNESS, Metric.ANSWER_RELEVANCE, Metric.CONTEXT_RELEVANCE
@@ -77,3 +85,30 @@ def test_a_question_of_a_thousand_parts_embeds_a_few(judge: LocalJudge) -> None:
     reason = scores.result(AR).reason or ""
     assert scores.result(AR).status is MetricStatus.SCORED
     assert len(reason) < 400, reason
+
+
+class _CountedKeys(frozenset[str]):
+    """A sentence's keys that count how often they are looked in."""
+
+    looks = 0
+
+    def __contains__(self, key: object) -> bool:
+        _CountedKeys.looks += 1
+        return super().__contains__(key)
+
+
+def test_a_word_in_every_sentence_does_not_make_each_window_read_them_all(
+        judge: LocalJudge) -> None:
+    # 5,000 sentences hold "depot": a statement's window is found among the sentences
+    # of its rarer words, not by scoring all 5,000 for each statement.
+    sentences = [f"The depot keeps crate {i}." for i in range(5000)]
+    sentences[3000] = "The depot keeps a lighthouse lens."
+    evidence = build_evidence([" ".join(sentences)])
+    at = next(i for i, s in enumerate(evidence.sentences) if "lighthouse" in s.text)
+    index = SentenceIndex(evidence)
+    index._keys = [_CountedKeys(keys) for keys in index._keys]
+    tokens = content_tokens("The depot keeps a lighthouse lens.")
+    _CountedKeys.looks = 0
+    window = index.best(tokens, judge._embedder.rarity, PER_STATEMENT)
+    assert {at - 1, at} <= set(window)
+    assert _CountedKeys.looks <= len(tokens) * (MOST_POSTINGS + 1)
