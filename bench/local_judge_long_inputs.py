@@ -1,7 +1,8 @@
 """Time per record of the local judge on long inputs, against a 630-word WikiEval
 record measured in the same run: WikiEval contexts joined to 12,000 characters
 (about 2,000 words) and to 100,000, an answer of 20,000 characters, both at once, and a
-context over the judge's bound (``MAX_CONTEXT_CHARS``), whose metrics are ``skipped``.
+context over the judge's bound (``MAX_CONTEXT_CHARS``), whose metrics are ``skipped``,
+and a question at and over its bound (``MAX_QUESTION_CHARS``).
 Each statement is read against its own window of a long context, so time grows with
 the lengths, not with their product. Each input is scored ``--repeats`` times with a
 fresh embedding cache; medians.
@@ -20,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from ragas_trace.judges.local import Embedder, LocalJudge
-from ragas_trace.judges.local.judge import MAX_CONTEXT_CHARS
+from ragas_trace.judges.local.judge import MAX_CONTEXT_CHARS, MAX_QUESTION_CHARS
 from results_file import write_results
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "wikieval-50.json"
@@ -39,6 +40,11 @@ def cases(rows: list[dict[str, Any]]) -> dict[str, tuple[str, list[str], str]]:
         "context_100k_answer_20k": (first["question"], [joined[:HUGE_CONTEXT]], answer),
         "context_over_bound": (first["question"], [joined[:MAX_CONTEXT_CHARS + 1]],
                                first["gt_answer"]),
+        # A question's terms are read against each context sentence read.
+        "question_at_bound": (joined[:MAX_QUESTION_CHARS - 1] + "?", [first["context"]],
+                              first["gt_answer"]),
+        "question_over_bound": (joined[:MAX_QUESTION_CHARS] + "?", [first["context"]],
+                                first["gt_answer"]),
         # Text no one writes but anyone can send: each once took seconds to minutes
         # in a regex or splitter tried from every position of a long run.
         "question_20k_spaces": (first["question"] + " " * 20_000 + "?", [first["context"]],

@@ -4,7 +4,7 @@ work grows with the lengths, not with their product. Our own examples."""
 
 from ragas_trace.judges.local import LocalJudge
 from ragas_trace.judges.local.evidence import build_evidence
-from ragas_trace.judges.local.judge import _Record
+from ragas_trace.judges.local.judge import MAX_QUESTION_CHARS, _Record
 from ragas_trace.judges.local.lexicon import MOST_PARTS
 from ragas_trace.judges.local.tokens import content_tokens
 from ragas_trace.judges.local.windows import (
@@ -75,8 +75,9 @@ def test_a_long_answer_over_a_long_context_is_scored() -> None:
 
 def test_a_question_of_a_thousand_parts_embeds_a_few(judge: LocalJudge) -> None:
     # Each part of a compound question is embedded and may be named in a reason: a
-    # question that lists a thousand is read as its first few.
-    question = " and ".join(f"what does shed {i} store" for i in range(1000)) + "?"
+    # question that lists 600 (within the question limit) is read as its first few.
+    question = " and ".join(f"what does shed {i} store" for i in range(600)) + "?"
+    assert len(question) < MAX_QUESTION_CHARS
     record = _Record(judge._embedder, question, [long_context(5)],
                      "The sheds store rope. The depot opened in 1871.", ALL_METRICS)
     parts = [t for t in record.texts if t.startswith("what does shed") and t != question]

@@ -370,6 +370,20 @@ def test_an_answer_over_the_limit_skips_faithfulness_only() -> None:
     assert scores.result(CR).status is MetricStatus.SCORED
 
 
+def test_a_question_over_the_limit_skips_both_relevances() -> None:
+    # A pasted document as the question: the answer is still checked against the
+    # context, as for a record without a question.
+    judge = LocalJudge(threads=1, max_question_chars=100)
+    question = "When did the ferry line start service? " * 4
+    scores = judge.evaluate_sync(question, ["The ferry line started service in 1958."],
+                                 "The ferry line started service in 1958.")
+    for metric in (AR, CR):
+        assert scores.result(metric).status is MetricStatus.SKIPPED
+        assert "max_question_chars" in (scores.result(metric).reason or "")
+    assert scores.result(F).status is MetricStatus.SCORED
+    assert (scores.result(F).value or 0.0) >= judge.thresholds["faithfulness"]
+
+
 @pytest.mark.parametrize("bad", [0, -5, 1.5, True, "100"])
 def test_limits_must_be_positive_integers(bad: object) -> None:
     with pytest.raises(ValueError, match="max_context_chars"):

@@ -68,6 +68,9 @@ from ragas_trace.results import (
 # above what RAG apps pass (bench/local_judge_long_inputs.py).
 MAX_CONTEXT_CHARS = 250_000
 MAX_ANSWER_CHARS = 50_000
+# The question's terms are read against each context sentence read: a 3.5 MB question
+# took 45 s. Past this it is a pasted document, not a question to score against.
+MAX_QUESTION_CHARS = 20_000
 
 
 class LocalJudge:
@@ -77,22 +80,26 @@ class LocalJudge:
     ``RAGAS_TRACE_LOCAL_THREADS``, else half the cores). The model loads on first
     use, or call ``load()`` up front.
 
-    Time per record is bounded by two limits: over ``max_context_chars`` of context
+    Time per record is bounded by three limits: over ``max_context_chars`` of context
     (all passages together), faithfulness and context relevance are ``skipped`` with
     the limit as the reason, and answer relevance is scored without the context; over
-    ``max_answer_chars`` of answer, faithfulness is ``skipped``.
+    ``max_answer_chars`` of answer, faithfulness is ``skipped``; over
+    ``max_question_chars`` of question, answer and context relevance are ``skipped``
+    and faithfulness is scored as for a record without a question.
     """
 
     def __init__(self, *, threads: int | None = None, embedder: Embedder | None = None,
                  max_context_chars: int = MAX_CONTEXT_CHARS,
-                 max_answer_chars: int = MAX_ANSWER_CHARS) -> None:
+                 max_answer_chars: int = MAX_ANSWER_CHARS,
+                 max_question_chars: int = MAX_QUESTION_CHARS) -> None:
         if embedder is not None and threads is not None:
             raise ValueError("threads: set it on the embedder you pass, not on the judge")
         for name, value in (("max_context_chars", max_context_chars),
-                            ("max_answer_chars", max_answer_chars)):
+                            ("max_answer_chars", max_answer_chars),
+                            ("max_question_chars", max_question_chars)):
             if not isinstance(value, int) or isinstance(value, bool) or value < 1:
                 raise ValueError(f"{name} must be a positive integer, got {value!r}")
-        self._limits = (max_context_chars, max_answer_chars)
+        self._limits = (max_context_chars, max_answer_chars, max_question_chars)
         self._embedder = embedder or Embedder(threads=threads)
         self._executor: ThreadPoolExecutor | None = None
         self._executor_lock = threading.Lock()
@@ -191,7 +198,8 @@ class _Record:
 
     def __init__(self, embedder: Embedder, question: str | None, contexts: Sequence[str],
                  answer: str | None, metrics: frozenset[Metric],
-                 limits: tuple[int, int] = (MAX_CONTEXT_CHARS, MAX_ANSWER_CHARS)) -> None:
+                 limits: tuple[int, int, int] = (MAX_CONTEXT_CHARS, MAX_ANSWER_CHARS,
+                                                 MAX_QUESTION_CHARS)) -> None:
         self.embedder = embedder
         self.question = (question or "").strip()
         self.answer = (answer or "").strip()
@@ -217,6 +225,12 @@ class _Record:
             # The embedding reads the first 256 word pieces only; so does the rest of
             # answer relevance, which keeps its time bounded.
             self.answer = self.answer[:limits[1]]
+        if len(self.question) > limits[2]:
+            reason = (f"question over the local judge's limit of {limits[2]} characters "
+                      "(max_question_chars)")
+            self.skipped |= {m: MetricResult(None, MetricStatus.SKIPPED, reason)
+                             for m in (Metric.ANSWER_RELEVANCE, Metric.CONTEXT_RELEVANCE)}
+            self.question = ""
         self.requested = metrics
         self.metrics = metrics - self.skipped.keys()
         # The texts build_evidence makes its sentences of, in order.
