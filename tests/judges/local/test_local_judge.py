@@ -153,6 +153,16 @@ def test_an_answer_to_one_part_of_a_compound_question_is_incomplete(judge: Local
     assert '"what is its main collection"' in (part.reasons["answer_relevance"] or "")
 
 
+def test_a_spanish_compound_question_needs_both_parts_answered(judge: LocalJudge) -> None:
+    question = "¿Cuándo se fundó el museo Varnholm y dónde está?"
+    context = "El museo Varnholm se fundó en 1921. Está en el puerto de Oslo, junto al faro."
+    both = judge.evaluate_sync(question, [context], context)
+    part = judge.evaluate_sync(question, [context], "El museo Varnholm se fundó en 1921.")
+    assert both.answer_relevance is not None and part.answer_relevance is not None
+    assert both.answer_relevance >= judge.thresholds["answer_relevance"] > part.answer_relevance
+    assert '"dónde está"' in (part.reasons["answer_relevance"] or "")
+
+
 def test_names_the_context_lacks_lower_relevance_only_so_far() -> None:
     # Relevance is not factuality (faithfulness judges the names): past two a
     # statement, more names the context lacks lower it no further.

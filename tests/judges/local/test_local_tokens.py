@@ -191,3 +191,11 @@ def test_compound_questions_are_split_into_parts() -> None:
     assert question_parts("Wann fiel die Mauer und was folgte darauf?") == [
         "Wann fiel die Mauer", "was folgte darauf"]
     assert question_parts("What do cats and dogs eat?") == []
+    assert question_parts("¿Cuándo se fundó y en qué año cerró?") == [
+        "Cuándo se fundó", "en qué año cerró"]
+    assert question_parts("Où se trouve le musée et combien coûte l'entrée ?") == [
+        "Où se trouve le musée", "combien coûte l'entrée"]
+    # "que" and unaccented "cuando" also join clauses: no part starts there.
+    assert question_parts("Pourquoi dit-on que la mer monte et que la terre descend ?") == []
+    assert question_parts("¿Qué pasa cuando llueve y cuando nieva?") == []
+    assert question_parts("¿Qué comen los gatos y los perros?") == []

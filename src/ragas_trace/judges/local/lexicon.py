@@ -267,10 +267,16 @@ _NAME_REACH = 120  # characters: a name of a dozen words
 # A break starts where a run of spaces starts and takes the whole run (possessive):
 # tried from every space of a long run, the split was quadratic (a minute for a
 # 20,000-character question of spaces); the matches are the same.
+# French "que" and Spanish unaccented "que", "cuando", "donde" also join clauses ("il
+# dit que ..."), so they open no part.
 _PART_BREAK = re.compile(
-    r",?(?<!\s)\s++(?:and|und|sowie)\s+(?=(?:(?:in|on|at|for|from|to|of|by|with|an|auf|seit|von)\s+)?"
+    r",?(?<!\s)\s++(?:and|und|sowie|et|y)\s+(?=(?:(?:in|on|at|for|from|to|of|by|with|an|auf"
+    r"|seit|von|à|en|de|dans|pour|par|avec|depuis|a|con|por|para|desde)\s+)?"
     r"(?:what|which|who|whom|whose|when|where|why|how|is|are|was"
-    r"|were|did|does|do|wann|wer|was|wie|wo|welche[rsmn]?|warum)\b)|[，,]?(?:以及|并且)",
+    r"|were|did|does|do|wann|wer|was|wie|wo|welche[rsmn]?|warum"
+    r"|qui|quoi|quel(?:le)?s?|quand|où|comment|combien|pourquoi|est-ce"
+    r"|quién(?:es)?|qué|cuándo|dónde|cómo|cuánt[oa]s?|cuál(?:es)?)\b)"
+    r"|[，,]?(?:以及|并且)",
     re.IGNORECASE)
 
 
@@ -281,7 +287,7 @@ MOST_PARTS = 8
 def question_parts(question: str) -> list[str]:
     """The sub-questions of a compound question ("When was it built, and who designed
     it?"), the first ``MOST_PARTS``; empty for a simple one."""
-    parts = [p.strip(" ,?？") for p in _PART_BREAK.split(question)]
+    parts = [p.strip(" ,?？¿") for p in _PART_BREAK.split(question)]
     return [p for p in parts if p][:MOST_PARTS] if len(parts) > 1 else []
 
 
