@@ -20,7 +20,8 @@ tokens. Time: statements are checked in order; a call reads at most ``max_pairs`
 pairs and starts no model run after ``deadline_s`` (a run already started finishes).
 A statement whose windows were not all read gets ``NOT_CHECKED`` (probability NaN,
 window -1): never a guessed probability, so the caller can record it as not checked.
-A statement with no windows is not supported by anything: probability 0.
+A statement with no windows is not supported by anything: probability 0, whatever the
+bounds (it needs no model run).
 """
 
 from __future__ import annotations
@@ -216,10 +217,10 @@ class OnnxChecker:
         for i, own in enumerate(windows):
             end = start + len(own)
             mine = probabilities[start:end]
-            if i >= capped or end > read or np.isnan(mine).any():
-                checks.append(NOT_CHECKED)  # past the cap or the deadline, or a NaN logit
-            elif not own:
+            if not own:
                 checks.append(Check(0.0, -1, ""))
+            elif i >= capped or end > read or np.isnan(mine).any():
+                checks.append(NOT_CHECKED)  # past the cap or the deadline, or a NaN logit
             else:
                 best = int(np.argmax(mine))
                 checks.append(Check(float(mine[best]), best, own[best].text))
