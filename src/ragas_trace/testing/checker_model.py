@@ -30,19 +30,24 @@ def vocabulary() -> dict[str, int]:
 
 def write_checker_directory(directory: Path, *, labels: int = 2, supported_label: int = 1,
                             token_type_ids: bool = True, first_segment_only: bool = False,
-                            output: str = "logits",
+                            output: str = "logits", tokenizer: Path | None = None,
                             config: Mapping[str, object] | None = None) -> Path:
     """Write ``model.onnx``, ``tokenizer.json`` and ``checker.json`` into ``directory``.
 
-    ``token_type_ids``: whether the model takes that input (BERT-like) or not
-    (RoBERTa-like). ``first_segment_only``: only the pair's first text counts (needs
-    ``token_type_ids``), so that the pair order shows in the output. ``config``: fields
-    of ``checker.json`` over the defaults (a value ``None`` removes the field).
+    ``tokenizer``: a ``tokenizer.json`` to use instead of the small word-level one
+    (``yes`` and ``no`` must be whole tokens of it). ``token_type_ids``: whether the
+    model takes that input (BERT-like) or not (RoBERTa-like). ``first_segment_only``:
+    only the pair's first text counts (needs ``token_type_ids``), so that the pair
+    order shows in the output. ``config``: fields of ``checker.json`` over the
+    defaults (a value ``None`` removes the field).
     """
+    from tokenizers import Tokenizer
+
     directory.mkdir(parents=True, exist_ok=True)
-    (directory / "model.onnx").write_bytes(_model(labels, supported_label, token_type_ids,
-                                                  first_segment_only, output))
-    _tokenizer().save(str(directory / "tokenizer.json"))
+    words = Tokenizer.from_file(str(tokenizer)) if tokenizer else _tokenizer()
+    (directory / "model.onnx").write_bytes(_model(words, labels, supported_label,
+                                                  token_type_ids, first_segment_only, output))
+    words.save(str(directory / "tokenizer.json"))
     fields: dict[str, object] = {"supported_label": supported_label, "score": "softmax",
                                  "pair_order": "window_first", "max_length": 64}
     for key, value in (config or {}).items():
@@ -66,17 +71,16 @@ def _tokenizer() -> Any:
     return tokenizer
 
 
-def _model(labels: int, supported_label: int, token_type_ids: bool,
+def _model(words: Any, labels: int, supported_label: int, token_type_ids: bool,
            first_segment_only: bool, output: str) -> bytes:
     try:
         from onnx import TensorProto, helper, numpy_helper
     except ImportError as exc:
         raise ImportError("building a test checker model needs onnx: "
                           "pip install 'ragas-trace[dev]'") from exc
-    words = vocabulary()
-    table = np.zeros((len(words), labels), dtype=np.float32)
-    table[words[SUPPORT], supported_label] = STRENGTH
-    table[words[DENY], (supported_label + 1) % labels] = STRENGTH
+    table = np.zeros((words.get_vocab_size(), labels), dtype=np.float32)
+    table[words.token_to_id(SUPPORT), supported_label] = STRENGTH
+    table[words.token_to_id(DENY), (supported_label + 1) % labels] = STRENGTH
     ids = ["input_ids", "attention_mask"] + (["token_type_ids"] if token_type_ids else [])
     nodes = [
         helper.make_node("Gather", ["table", "input_ids"], ["vectors"]),

@@ -13,6 +13,7 @@ import json
 import math
 import threading
 from collections.abc import Iterator, Sequence
+from importlib import resources
 from pathlib import Path
 
 import numpy as np
@@ -141,6 +142,19 @@ def test_a_model_without_token_type_ids_gives_the_same(checker: OnnxChecker,
     plain = OnnxChecker.from_directory(write_checker_directory(tmp_path, token_type_ids=False))
     texts, own = statements("yes paris", "the tower"), [windows("no", "a"), windows("yes")]
     assert plain.check(texts, own) == checker.check(texts, own)
+
+
+def test_a_real_tokenizer_s_own_padding_and_truncation_give_way(tmp_path: Path) -> None:
+    # The judge's WordPiece tokenizer.json pads to and truncates at 128 tokens.
+    wordpiece = Path(str(resources.files("ragas_trace.judges.local") / "data"
+                         / "tokenizer.json"))
+    checker = OnnxChecker.from_directory(write_checker_directory(
+        tmp_path, tokenizer=wordpiece, config={"max_length": 256}))
+    # [CLS] 200 words yes [SEP] the tower [SEP]: 206 tokens, the "yes" kept.
+    (check,) = checker.check(statements("the tower"), [windows("word " * 200 + "yes")])
+    assert check.probability == pytest.approx(sigmoid(STRENGTH / 206), rel=1e-6)
+    (cut,) = checker.check(statements("the tower"), [windows("word " * 260 + "yes")])
+    assert cut.probability == pytest.approx(0.5)
 
 
 @pytest.mark.parametrize("labels, supported", [(3, 0), (3, 2)])
