@@ -79,8 +79,10 @@ def _model(words: Any, labels: int, supported_label: int, token_type_ids: bool,
         raise ImportError("building a test checker model needs onnx: "
                           "pip install 'ragas-trace[dev]'") from exc
     table = np.zeros((words.get_vocab_size(), labels), dtype=np.float32)
-    table[words.token_to_id(SUPPORT), supported_label] = STRENGTH
-    table[words.token_to_id(DENY), (supported_label + 1) % labels] = STRENGTH
+    for word, label in ((SUPPORT, supported_label), (DENY, (supported_label + 1) % labels)):
+        if words.token_to_id(word) is None:
+            raise ValueError(f"the tokenizer has no token {word!r}")
+        table[words.token_to_id(word), label] = STRENGTH
     ids = ["input_ids", "attention_mask"] + (["token_type_ids"] if token_type_ids else [])
     nodes = [
         helper.make_node("Gather", ["table", "input_ids"], ["vectors"]),
