@@ -352,6 +352,16 @@ def test_a_model_whose_output_has_the_wrong_rank_is_named(tmp_path: Path) -> Non
         OnnxChecker.from_directory(write_graph(tmp_path / "m", MASKED, TABLE, pool=False))
 
 
+def test_a_tokenizer_that_is_not_the_model_s_is_named(tmp_path: Path) -> None:
+    # The model's word table has 23 rows; WordPiece ids run to 30,521.
+    directory = write_graph(tmp_path / "m", MASKED, TABLE)
+    wordpiece = resources.files("ragas_trace.judges.local") / "data" / "tokenizer.json"
+    (directory / "tokenizer.json").write_bytes(wordpiece.read_bytes())
+    with pytest.raises(CheckerDirectoryError, match=r"model\.onnx: a test pair failed to run "
+                       r"\(is tokenizer\.json this model's\?\)"):
+        OnnxChecker.from_directory(directory)
+
+
 def test_int32_inputs_are_fed_as_int32(tmp_path: Path) -> None:
     table = TABLE.copy()
     table[vocabulary()["yes"], 1] = 1.0

@@ -282,8 +282,14 @@ class OnnxChecker:
     def _probe(self) -> int:
         """Run one pair at load: the label count, checked against the config."""
         config, where = self._config, self._model.parent / CONFIG_FILE
-        labels = int(self._logits(self._encode([Statement("a")], [[Window("b")]], [(0, 0)]))
-                     .shape[1])
+        try:
+            labels = int(self._logits(self._encode([Statement("a")], [[Window("b")]],
+                                                   [(0, 0)])).shape[1])
+        except CheckerDirectoryError:
+            raise
+        except Exception as exc:  # onnxruntime's own error types, per failure
+            raise CheckerDirectoryError(f"{self._model}: a test pair failed to run (is "
+                                        f"{TOKENIZER_FILE} this model's?): {exc}") from exc
         if config.num_labels is not None and labels != config.num_labels:
             raise CheckerDirectoryError(f"{self._model}: outputs {labels} labels, but {where} "
                                         f"says num_labels {config.num_labels}")
@@ -320,7 +326,7 @@ def _check_signature(model: Path, session: Any, config: CheckerConfig) -> None:
         if kind not in _INT_TYPES:
             raise CheckerDirectoryError(f"{model}: input {name} is {kind}, expected int64 "
                                         "or int32")
-    outputs = {o.name: o.shape for o in session.get_outputs()}
+    outputs = {o.name for o in session.get_outputs()}
     if config.output not in outputs:
         raise CheckerDirectoryError(
             f"{model}: no output named {config.output!r} (it has {sorted(outputs)}); "
