@@ -20,14 +20,15 @@ SCORE_SERIES = {f"ragas_{m}_{suffix}" for m in ("faithfulness", "answer_relevanc
 
 
 def samples(port: int, primed: bool = True) -> dict[str, list[dict[str, str]]]:
-    """The scraped samples; ``primed=False`` leaves out those of the series created at
-    zero for the setting's app (``unknown``) at ``setup()``."""
+    """The scraped samples; ``primed=False`` leaves out the zeros of labelled series
+    (those created at zero before their first value: the setting's app at
+    ``setup()``, a model when first seen)."""
     with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as response:
         text = response.read().decode()
     out: dict[str, list[dict[str, str]]] = {}
     for family in text_string_to_metric_families(text):
         for sample in family.samples:
-            if not primed and sample.labels.get("app") == "unknown" and sample.value == 0:
+            if not primed and "app" in sample.labels and sample.value == 0:
                 continue
             labels = {k: v for k, v in sample.labels.items() if not k.startswith("otel_scope")}
             out.setdefault(sample.name, []).append({**labels, "value": str(sample.value)})

@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 import urllib.request
 
+import pytest
 from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.metrics.export import HistogramDataPoint, InMemoryMetricReader
 from opentelemetry.sdk.trace import TracerProvider
@@ -14,6 +15,7 @@ from prometheus_client.openmetrics.parser import text_string_to_metric_families
 
 import ragas_trace
 from ragas_trace import semconv as sc
+from ragas_trace.exporters import metrics as scorer_metrics
 from ragas_trace.exporters.metrics import ScorerMetrics
 from ragas_trace.exporters.multiprocess_metrics import MultiprocessMeterProvider
 from ragas_trace.exporters.series_at_zero import create_at_zero
@@ -21,6 +23,12 @@ from ragas_trace.testing.rag_spans import rag_request
 from ragas_trace.testing.scripted_judge import ScriptedJudge
 
 OPENMETRICS = "application/openmetrics-text; version=1.0.0; charset=utf-8"
+
+
+@pytest.fixture(autouse=True)
+def model_label_at_once(monkeypatch):
+    """A model's label from its first score (its wait is tested on its own below)."""
+    monkeypatch.setattr(scorer_metrics, "MODEL_LABEL_DELAY_S", 0.0)
 
 
 def scrape(port: int, accept: str | None = None) -> str:
@@ -170,3 +178,27 @@ def test_the_answering_model_is_the_records_model():
     record = extract_record(tracing.spans())
     tracing.shutdown()
     assert record is not None and record.model == "m"
+
+
+def test_a_new_models_first_scores_wait_for_its_series_to_be_scraped_at_zero(monkeypatch):
+    clock = [1000.0]
+    monkeypatch.setattr(scorer_metrics, "MODEL_LABEL_DELAY_S", 120.0)
+    monkeypatch.setattr(scorer_metrics.time, "monotonic", lambda: clock[0])
+    reader = InMemoryMetricReader()
+    metrics = ScorerMetrics(MeterProvider(metric_readers=[reader]), "svc")
+    from ragas_trace.results import Metric, MetricResult, Scores
+    from ragas_trace.scorer.outcome import EvaluationStatus, Outcome
+
+    scored = Outcome(EvaluationStatus.SCORED,
+                     Scores("j", {m: MetricResult.scored(0.9) for m in Metric}))
+    metrics.evaluation(scored, "app", "j", {}, model="gpt-x")
+    clock[0] += 119.0
+    metrics.evaluation(scored, "app", "j", {}, model="gpt-x")
+    clock[0] += 1.0
+    metrics.evaluation(scored, "app", "j", {}, model="gpt-x")
+    data = reader.get_metrics_data()
+    assert data is not None
+    counts = {p.attributes.get("model"): p.count for rm in data.resource_metrics
+              for sm in rm.scope_metrics for m in sm.metrics if m.name == "ragas.faithfulness"
+              for p in m.data.data_points}
+    assert counts == {None: 2, "gpt-x": 1}

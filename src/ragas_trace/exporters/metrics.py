@@ -54,9 +54,13 @@ call); where it is unknown the label is absent, so ``sum by (service, app, judge
 reads every request, with or without it.
 
 Every series of an ``app`` is created at zero as soon as the app is known (``prime``:
-at ``setup()``, when a handler is made with its ``app_name``), and those of a model
-when it is first seen, so that Prometheus's ``increase()`` counts the first scores
-(``exporters.series_at_zero``).
+at ``setup()``, when a handler is made with its ``app_name``), so that Prometheus's
+``increase()`` counts the first scores (``exporters.series_at_zero``). A model's
+series are created at zero when it is first seen, and its scores carry the label from
+``MODEL_LABEL_DELAY_S`` later: until then they are recorded without it (in the app's
+series, already scraped at zero), so that no scrape sees a model's series first with
+scores in it, which ``increase()`` would not count (a one-minute scrape interval
+included).
 
 Exemplars: each scored request's values are recorded in a context holding the
 evaluated root span (a ``NonRecordingSpan``, sampled), so the SDK attaches its trace
@@ -86,6 +90,7 @@ those whose faithfulness was not requested.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Iterable, Mapping
 
 from opentelemetry import trace as trace_api
@@ -102,6 +107,7 @@ from ragas_trace.scorer.outcome import EvaluationStatus, Outcome
 
 METER_NAME = "ragas_trace"
 DEFAULT_MAX_APPS = 100
+MODEL_LABEL_DELAY_S = 120.0
 SCORE_BUCKETS = (0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0)
 # Floats, so that ``le`` reads the same ("50.0") from the OpenTelemetry exporter and
 # from prometheus_client's multiprocess mode (exporters.multiprocess_metrics).
@@ -120,6 +126,9 @@ class ScorerMetrics:
         self._models = LabelCap("model", max_apps, "max_app_labels")
         # The label sets whose series exist already (see prime): a set lookup a record.
         self._primed: set[tuple[str, str, str | None]] = set()
+        # When each (app, judge, model) was first seen: its label waits for its series
+        # to have been scraped at zero.
+        self._model_since: dict[tuple[str, str, str], float] = {}
         self._scores = {
             metric: meter.create_histogram(
                 f"ragas.{metric}", description=f"Ragas {metric} of scored requests (0..1)",
@@ -244,7 +253,13 @@ class ScorerMetrics:
         value, folded = self._models.value(model)
         if folded:
             self._folded.add(1, {"label": self._models.label})
-        self._prime(attrs["app"], attrs["judge"], value)
+        key = (attrs["app"], attrs["judge"], value)
+        since = self._model_since.get(key)
+        if since is None:
+            since = self._model_since.setdefault(key, time.monotonic())
+            self._prime(*key)
+        if time.monotonic() - since < MODEL_LABEL_DELAY_S:
+            return attrs
         return {**attrs, "model": value}
 
     def cost(self, usd: float, app: str | None, judge: str) -> None:
