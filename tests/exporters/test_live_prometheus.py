@@ -22,7 +22,7 @@ import time
 import urllib.request
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 from urllib.parse import quote
 
 import pytest
@@ -95,7 +95,8 @@ class PassageJudge:
     """Faithfulness 1.0 when the answer is found in the passages, else 0.0."""
 
     name = "passage-judge"
-    thresholds = {"faithfulness": 0.5, "answer_relevance": 0.5, "context_relevance": 0.5}
+    thresholds: ClassVar[dict[str, float]] = {
+        "faithfulness": 0.5, "answer_relevance": 0.5, "context_relevance": 0.5}
 
     async def evaluate(self, question: str | None, contexts: Sequence[str], answer: str | None,
                        metrics: frozenset[Metric] = ALL_METRICS) -> Scores:
