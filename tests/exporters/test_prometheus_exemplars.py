@@ -202,3 +202,29 @@ def test_a_new_models_first_scores_wait_for_its_series_to_be_scraped_at_zero(mon
               for sm in rm.scope_metrics for m in sm.metrics if m.name == "ragas.faithfulness"
               for p in m.data.data_points}
     assert counts == {None: 2, "gpt-x": 1}
+
+
+def test_otlp_metrics_carry_the_evaluated_roots_ids_as_exemplars():
+    # What a push reader (OTLP) gets from the SDK: the exemplars ride on the points.
+    from opentelemetry.trace import SpanContext
+
+    from ragas_trace.results import Metric, MetricResult, Scores
+    from ragas_trace.scorer.outcome import EvaluationStatus, Outcome
+
+    reader = InMemoryMetricReader()
+    metrics = ScorerMetrics(MeterProvider(metric_readers=[reader]), "svc")
+    scores = Scores("j", {m: MetricResult.scored(0.2) for m in Metric})
+    root = SpanContext(0x4BF92F3577B34DA6A3CE929D0E0E4736, 0x00F067AA0BA902B7, False)
+    metrics.evaluation(Outcome(EvaluationStatus.SCORED, scores), "app", "j", {"faithfulness": 0.5},
+                       evaluated=root)
+    data = reader.get_metrics_data()
+    assert data is not None
+    by_name = {m.name: m for rm in data.resource_metrics for sm in rm.scope_metrics
+               for m in sm.metrics}
+    for name in ("ragas.faithfulness", "ragas.answer_relevance", "ragas.verdicts",
+                 "ragas.evaluations", "ragas.faithfulness.squares"):
+        exemplars = [e for p in by_name[name].data.data_points for e in p.exemplars]
+        assert [(e.trace_id, e.span_id) for e in exemplars] == [
+            (root.trace_id, root.span_id)] * len(exemplars) and exemplars, name
+    # Nothing else is tied to a request.
+    assert not [e for p in by_name["ragas.judge.tokens"].data.data_points for e in p.exemplars]
