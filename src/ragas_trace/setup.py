@@ -38,7 +38,7 @@ from opentelemetry.sdk.trace import SpanProcessor, TracerProvider
 from opentelemetry.sdk.trace.export import SpanExporter
 from opentelemetry.util.re import parse_env_headers
 
-from ragas_trace import exit_flush, providers
+from ragas_trace import _app_names, exit_flush, providers
 from ragas_trace import semconv as sc
 from ragas_trace._deadline import call_within, remaining
 from ragas_trace._internal_errors import record_internal_error
@@ -104,20 +104,26 @@ class RagasTrace:
         from ragas_trace.collectors.langchain import RagasCallbackHandler
 
         kwargs.setdefault("tracer_provider", self.tracer_provider)
-        handler = RagasCallbackHandler(**kwargs)
-        if kwargs.get("app_name"):
-            self.prime_app(kwargs["app_name"])
-        return handler
+        return RagasCallbackHandler(**kwargs)
 
     def prime_app(self, app_name: str | None) -> None:
         """Create ``app_name``'s score series at zero (None: the ``app_name`` setting's,
-        else ``unknown``), so that the rules count its first scores; ``setup()`` and
-        ``langchain_handler(app_name=...)`` call it. Never raises."""
+        else ``unknown``), so that the rules count its first scores. ``setup()`` calls
+        it, and a handler made with an ``app_name`` announces it (``_app_names``).
+        Never raises."""
         try:
             self.pipeline.metrics.prime(app_name or self.settings.app_name or UNKNOWN_APP,
                                         self.pipeline.scorer.judge_name)
         except Exception as exc:
             record_internal_error("setup.prime_app", exc)
+
+    def _handler_made(self, app_name: str, tracer_provider: Any) -> None:
+        """A collector's handler for ``app_name``: ours if it traces to our provider
+        (or to the global one, which ``setup()`` set when it made the provider)."""
+        mine = tracer_provider is self.tracer_provider or (
+            tracer_provider is None and self._owns_tracer_provider)
+        if mine and not self._shut_down:
+            self.prime_app(app_name)
 
     def force_flush(self, timeout_s: float = 30.0) -> bool:
         """Wait until every held span is scored and exported, then flush the tracer
@@ -283,6 +289,7 @@ def setup(
                     logger_provider=logger_provider,
                     owns_logger_provider=owns_logger_provider)
     rt.prime_app(None)
+    _app_names.listen(rt._handler_made)
     exit_flush.watch(rt, handle_sigterm=resolved.handle_sigterm)
     _live.add(rt)
     return rt

@@ -108,12 +108,19 @@ def test_setup_creates_the_apps_series_at_zero_before_any_request():
                            exporter=InMemorySpanExporter(), app_name="shop")
     try:
         rt.langchain_handler(app_name="support")
+        # Made directly, on the same provider: announced all the same.
+        from ragas_trace.collectors.langchain import RagasCallbackHandler
+
+        RagasCallbackHandler(tracer_provider=rt.tracer_provider, app_name="billing")
+        # On another provider: another pipeline's app, not this one's.
+        RagasCallbackHandler(tracer_provider=TracerProvider(), app_name="elsewhere")
         port = rt.metrics_port
         assert port is not None
         text = scrape(port)
     finally:
         rt.shutdown(timeout_s=5)
-    for app in ("shop", "support"):
+    assert 'app="elsewhere"' not in text
+    for app in ("shop", "support", "billing"):
         labels = f'app="{app}",judge="scripted"'
         for series in ("ragas_faithfulness_count", "ragas_answer_relevance_count",
                        "ragas_faithfulness_squares_total"):

@@ -54,7 +54,8 @@ call); where it is unknown the label is absent, so ``sum by (service, app, judge
 reads every request, with or without it.
 
 Every series of an ``app`` is created at zero as soon as the app is known (``prime``:
-at ``setup()``, when a handler is made with its ``app_name``), so that Prometheus's
+at ``setup()``, when a collector is made with its ``app_name``: ``_app_names``), so
+that Prometheus's
 ``increase()`` counts the first scores (``exporters.series_at_zero``). A model's
 series are created at zero when it is first seen, and its scores carry the label from
 ``MODEL_LABEL_DELAY_S`` later: until then they are recorded without it (in the app's
