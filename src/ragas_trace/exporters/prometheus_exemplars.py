@@ -13,31 +13,47 @@ label caps (``exporters.label_cap``)."""
 
 from __future__ import annotations
 
+import logging
+import re
 import threading
 from bisect import bisect_left
 from collections.abc import Iterable, Iterator
 from typing import Any
 
 from opentelemetry.exporter.prometheus import PrometheusMetricReader
-from opentelemetry.exporter.prometheus._mapping import sanitize_attribute, sanitize_full_name
 from opentelemetry.sdk.metrics.export import HistogramDataPoint, MetricsData, NumberDataPoint
 from prometheus_client import CollectorRegistry
 from prometheus_client.samples import Exemplar
 
+logger = logging.getLogger("ragas_trace")
 _Key = tuple[str, frozenset[tuple[str, str]]]
 _SCOPE_PREFIX = "otel_scope_"
 
 
+def _sanitize(name: str) -> str:
+    """The exporter's name for a metric or an attribute (ours are ASCII words)."""
+    return re.sub(r"[^a-zA-Z0-9_:]", "_", name)
+
+
 class ExemplarPrometheusReader(PrometheusMetricReader):
-    """A ``PrometheusMetricReader`` whose scrapes carry the SDK's exemplars."""
+    """A ``PrometheusMetricReader`` whose scrapes carry the SDK's exemplars. The
+    exporter's collector is a private part of it: with an exporter version that has
+    none, the reader serves the exporter's scrapes as they are, and says so once."""
 
     def __init__(self, registry: CollectorRegistry) -> None:
         super().__init__(registry=registry)
         self.exemplars = LastExemplars()
+        inner = getattr(self, "_collector", None)
+        self._served: _WithExemplars | None = None
+        if inner is None or not hasattr(inner, "collect"):
+            logger.info("ragas-trace: this opentelemetry-exporter-prometheus has no "
+                        "collector to wrap: the metrics endpoint serves no exemplars")
+            return
         # Serve the exporter's families through ours: same series, plus exemplars.
-        registry.unregister(self._collector)
-        self._served = _WithExemplars(self._collector, self.exemplars)
+        registry.unregister(inner)
+        self._served = _WithExemplars(inner, self.exemplars)
         registry.register(self._served)  # type: ignore[arg-type]
+        self._exemplar_registry = registry
 
     def _receive_metrics(self, metrics_data: MetricsData, timeout_millis: float = 10_000,
                          **kwargs: Any) -> None:
@@ -46,7 +62,10 @@ class ExemplarPrometheusReader(PrometheusMetricReader):
         super()._receive_metrics(metrics_data, timeout_millis, **kwargs)
 
     def shutdown(self, timeout_millis: float = 30_000, **kwargs: Any) -> None:
-        self._registry.unregister(self._served)  # type: ignore[arg-type]
+        if self._served is None:
+            super().shutdown(timeout_millis, **kwargs)
+            return
+        self._exemplar_registry.unregister(self._served)  # type: ignore[arg-type]
 
 
 class LastExemplars:
@@ -60,13 +79,13 @@ class LastExemplars:
         for resource_metrics in metrics_data.resource_metrics:
             for scope_metrics in resource_metrics.scope_metrics:
                 for metric in scope_metrics.metrics:
-                    name = sanitize_full_name(metric.name)
+                    name = _sanitize(metric.name)
                     for point in getattr(metric.data, "data_points", ()):
                         if point.exemplars:
                             self._keep(name, point)
 
     def _keep(self, name: str, point: HistogramDataPoint | NumberDataPoint) -> None:
-        labels = frozenset((sanitize_attribute(k), str(v))
+        labels = frozenset((_sanitize(k), str(v))
                            for k, v in (point.attributes or {}).items())
         found: dict[str, Exemplar] = {}
         for exemplar in point.exemplars:
