@@ -26,6 +26,7 @@ Sources, by block name:
                           (ragas_trace/alerting/data, tools/derive_alert_scores.py)
     alert-simulation      bench/results/alert_simulation.json, one row per level/drop/rate
     alert-simulate-default  the same file: ``ragas-trace alerts simulate``'s default output
+    alert-fail-rate       the same file: the fail share rule's delays and pages
     cli-help[-COMMAND]    ``ragas-trace [COMMAND] --help``, 100 columns wide
     screenshot            the Phoenix screenshot (tools/phoenix_screenshot.py), once it exists
     examples              examples/*.py, the first sentence of each one's docstring and
@@ -346,6 +347,20 @@ def _alert_simulation() -> str:
     return str(markdown_table(figures))
 
 
+def _alert_fail_rate() -> str:
+    """The fail share rule's delays and pages (bench/alert_simulation.py --fail-rate)."""
+    path = RESULTS / "alert_simulation.json"
+    if not path.exists():
+        return "No figures yet: run `python bench/alert_simulation.py --fail-rate`."
+    sys.path.insert(0, str(ROOT / "bench"))
+    try:
+        from alert_simulation import fail_rate_table
+    finally:
+        sys.path.remove(str(ROOT / "bench"))
+    figures = json.loads(path.read_text(encoding="utf-8"))["figures"]
+    return str(fail_rate_table(figures))
+
+
 def _alert_simulate_default() -> str:
     """What ``ragas-trace alerts simulate`` printed with its defaults (the bench's run)."""
     path = RESULTS / "alert_simulation.json"
@@ -475,6 +490,7 @@ GENERATORS: dict[str, Callable[[], str]] = {
     "judge-report": _judge_report,
     "alert-score-mixes": _alert_score_mixes,
     "alert-simulation": _alert_simulation,
+    "alert-fail-rate": _alert_fail_rate,
     "alert-simulate-default": _alert_simulate_default,
     "screenshot": _screenshot,
     "examples": _examples,

@@ -89,7 +89,7 @@ def extract_record(
     passages = _Passages(by_id)
     prompt_tokens = completion_tokens = 0
     saw_usage = False
-    response_id = None
+    response_id = model = None
     for span in sorted(span_list, key=lambda s: s.start_time or 0):
         if span is root or span.context is None:
             continue
@@ -106,6 +106,7 @@ def extract_record(
             found = llm_attrs.get(sc.GEN_AI_RESPONSE_ID)
             if isinstance(found, str) and found:
                 response_id = found  # in start order: the last call answered
+            model = _model_of(llm_attrs) or model
             usage = _usage_of(llm_attrs)
             if usage is not None:
                 saw_usage = True
@@ -131,8 +132,17 @@ def extract_record(
         completion_tokens=completion_tokens if saw_usage else None,
         error=error,
         response_id=response_id,
+        model=model,
         attributes=dict(attrs),
     )
+
+
+def _model_of(attrs: Mapping[str, Any]) -> str | None:
+    for key in (sc.GEN_AI_REQUEST_MODEL, sc.LLM_MODEL_NAME, sc.GEN_AI_RESPONSE_MODEL):
+        value = attrs.get(key)
+        if isinstance(value, str) and value:
+            return value
+    return None
 
 
 def question_of(span: ReadableSpan) -> str | None:

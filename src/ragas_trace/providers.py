@@ -184,8 +184,9 @@ class PrometheusEndpoint:
     def __init__(self, port: int, host: str, resource: Resource,
                  multiproc_dir: str | None = None) -> None:
         try:
-            from opentelemetry.exporter.prometheus import PrometheusMetricReader
             from prometheus_client import CollectorRegistry, start_http_server
+
+            from ragas_trace.exporters.prometheus_exemplars import ExemplarPrometheusReader
         except ImportError as exc:
             raise ImportError(f"metrics_port needs the otlp extra: {_OTLP_EXTRA}") from exc
         registry = CollectorRegistry()
@@ -203,7 +204,7 @@ class PrometheusEndpoint:
             registry.register(MultiprocessCollector(multiproc_dir))  # type: ignore[arg-type]
             self.meter_provider = MultiprocessMeterProvider()
         else:
-            reader = PrometheusMetricReader(registry=registry)
+            reader = ExemplarPrometheusReader(registry)
             self.meter_provider = MeterProvider(metric_readers=[reader], resource=resource)
 
     @property

@@ -50,6 +50,9 @@ class RagRecord:
     # ``gen_ai.response.id`` of the request's last model call (the one that answered),
     # where an instrumentation recorded it on the LLM span.
     response_id: str | None = None
+    # The model that answered: ``gen_ai.request.model`` (else ``llm.model_name``, else
+    # ``gen_ai.response.model``) of the same call.
+    model: str | None = None
     attributes: Mapping[str, Any] = field(default_factory=dict)
 
     @property

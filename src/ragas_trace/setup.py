@@ -38,12 +38,14 @@ from opentelemetry.sdk.trace import SpanProcessor, TracerProvider
 from opentelemetry.sdk.trace.export import SpanExporter
 from opentelemetry.util.re import parse_env_headers
 
-from ragas_trace import exit_flush, providers
+from ragas_trace import _app_names, exit_flush, providers
 from ragas_trace import semconv as sc
 from ragas_trace._deadline import call_within, remaining
+from ragas_trace._internal_errors import record_internal_error
 from ragas_trace.config import Settings
 from ragas_trace.exporters.annotations.langfuse import is_langfuse_otlp, otlp_headers
 from ragas_trace.exporters.annotations.phoenix import base_url as phoenix_base_url
+from ragas_trace.exporters.app_label import UNKNOWN_APP
 from ragas_trace.exporters.content_policy import Redactor
 from ragas_trace.judges.base import Judge
 from ragas_trace.metrics_port import open_metrics_port
@@ -103,6 +105,25 @@ class RagasTrace:
 
         kwargs.setdefault("tracer_provider", self.tracer_provider)
         return RagasCallbackHandler(**kwargs)
+
+    def prime_app(self, app_name: str | None) -> None:
+        """Create ``app_name``'s score series at zero (None: the ``app_name`` setting's,
+        else ``unknown``), so that the rules count its first scores. ``setup()`` calls
+        it, and a handler made with an ``app_name`` announces it (``_app_names``).
+        Never raises."""
+        try:
+            self.pipeline.metrics.prime(app_name or self.settings.app_name or UNKNOWN_APP,
+                                        self.pipeline.scorer.judge_name)
+        except Exception as exc:
+            record_internal_error("setup.prime_app", exc)
+
+    def _handler_made(self, app_name: str, tracer_provider: Any) -> None:
+        """A collector's handler for ``app_name``: ours if it traces to our provider
+        (or to the global one, which ``setup()`` set when it made the provider)."""
+        mine = tracer_provider is self.tracer_provider or (
+            tracer_provider is None and self._owns_tracer_provider)
+        if mine and not self._shut_down:
+            self.prime_app(app_name)
 
     def force_flush(self, timeout_s: float = 30.0) -> bool:
         """Wait until every held span is scored and exported, then flush the tracer
@@ -267,6 +288,8 @@ def setup(
                     owns_meter_provider=owns_meter_provider, prometheus=prometheus,
                     logger_provider=logger_provider,
                     owns_logger_provider=owns_logger_provider)
+    rt.prime_app(None)
+    _app_names.listen(rt._handler_made)
     exit_flush.watch(rt, handle_sigterm=resolved.handle_sigterm)
     _live.add(rt)
     return rt

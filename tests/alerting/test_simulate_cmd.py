@@ -45,10 +45,15 @@ def test_the_shipped_rules_page_on_a_large_drop(capsys: pytest.CaptureFixture[st
     alerts = _simulate(capsys, promtool, "--runs", "3", "--steady-days", "1",
                        "--scored-per-s", "1", "--drop", "0.5", "--seed", "3")
     assert set(alerts) == {"RagasFaithfulnessDrop", "RagasFaithfulnessLow",
+                           "RagasFaithfulnessFailRate", "RagasFaithfulnessFailRateByModel",
                            "RagasEvaluationFailuresHigh", "RagasScorerDroppingWork",
                            "RagasInternalErrors"}
     drop = alerts["RagasFaithfulnessDrop"]
     assert drop["detected"] == 3 and drop["p90_min"] <= 10
+    # The drop leaves about 60 % of the answers failing: the fail share pages too,
+    # and never on the steady day.
+    fail_rate = alerts["RagasFaithfulnessFailRate"]
+    assert fail_rate["detected"] == 3 and fail_rate["false_alarms_per_week"] == 0
     assert alerts["RagasScorerDroppingWork"]["detected"] == 0
     assert alerts["RagasInternalErrors"]["detected"] == 0
 

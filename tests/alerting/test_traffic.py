@@ -21,7 +21,9 @@ def test_series_are_the_ones_the_library_exports_and_add_up() -> None:
         f"ragas_faithfulness_sum{{{base}}}", f"ragas_faithfulness_count{{{base}}}",
         f"ragas_faithfulness_squares_total{{{base}}}",
         f'ragas_evaluations_total{{{base},status="scored"}}',
-        *(f'ragas_faithfulness_bucket{{{base},le="{le}"}}' for le in les)}
+        *(f'ragas_faithfulness_bucket{{{base},le="{le}"}}' for le in les),
+        *(f'ragas_verdicts_total{{{base},metric="faithfulness",label="{v}"}}'
+          for v in ("pass", "fail"))}
     count = series[f"ragas_faithfulness_count{{{base}}}"]
     assert count[0] == 0 and np.all(np.diff(count) >= 0)
     assert count[-1] == pytest.approx(0.2 * 60 * 600, rel=0.05)
@@ -59,3 +61,19 @@ def test_impossible_drops_and_bad_scores_are_refused() -> None:
         ScoreMix.of([0.5, 1.5], [0.0])
     with pytest.raises(ValueError, match="non-empty"):
         ScoreMix.of([], [0.0])
+
+
+def test_verdicts_fail_below_the_shipped_judges_threshold_and_add_up() -> None:
+    from ragas_trace.alerting.traffic import FAIL_BELOW
+    from ragas_trace.judges.local import LocalJudge
+
+    assert LocalJudge().thresholds["faithfulness"] == FAIL_BELOW
+    series = scrape_series(_mix(), None, scored_per_s=0.5, step_s=60, steps=600,
+                           labels=LABELS, rng=np.random.default_rng(2))
+    base = 'service="s",app="a",judge="j"'
+    fail, passed = (series[f'ragas_verdicts_total{{{base},metric="faithfulness",label="{v}"}}']
+                    for v in ("fail", "pass"))
+    count = series[f"ragas_faithfulness_count{{{base}}}"]
+    assert np.array_equal(fail + passed, count)
+    # The demo's healthy answers: about one in nine fails (its invented answers).
+    assert 0.08 < fail[-1] / count[-1] < 0.15

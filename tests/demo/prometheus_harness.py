@@ -11,7 +11,7 @@ import socket
 import subprocess
 import time
 import urllib.request
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -84,9 +84,11 @@ class Prometheus:
 
 @contextmanager
 def running_prometheus(
-    workdir: Path, rules: Mapping[str, Any], targets: Mapping[str, int], timeout_s: float = 30.0
+    workdir: Path, rules: Mapping[str, Any], targets: Mapping[str, int], timeout_s: float = 30.0,
+    features: Sequence[str] = (),
 ) -> Iterator[Prometheus]:
-    """Prometheus scraping ``targets`` (job name -> port on 127.0.0.1) every second."""
+    """Prometheus scraping ``targets`` (job name -> port on 127.0.0.1) every second;
+    ``features``: for ``--enable-feature`` (``exemplar-storage``)."""
     binary = shutil.which("prometheus")
     if binary is None:
         raise FileNotFoundError("prometheus")
@@ -104,7 +106,8 @@ def running_prometheus(
     log = (workdir / "prometheus.log").open("w")
     process = subprocess.Popen(
         [binary, f"--config.file={workdir / 'prometheus.yml'}",
-         f"--storage.tsdb.path={workdir / 'data'}", f"--web.listen-address=127.0.0.1:{port}"],
+         f"--storage.tsdb.path={workdir / 'data'}", f"--web.listen-address=127.0.0.1:{port}",
+         *(f"--enable-feature={feature}" for feature in features)],
         stdout=log, stderr=subprocess.STDOUT,
     )
     prometheus = Prometheus(f"http://127.0.0.1:{port}")

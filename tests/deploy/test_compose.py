@@ -97,3 +97,8 @@ def test_grafana_provisions_reachable_datasources_and_the_dashboard() -> None:
     providers = load_yaml(DEPLOY / "grafana" / "provisioning" / "dashboards" / "dashboards.yaml")
     path = providers["providers"][0]["options"]["path"]
     assert (DEPLOY / _mount("grafana", path) / "ragas-trace.json").is_file()
+
+
+def test_exemplars_travel_from_the_collector_to_prometheus() -> None:
+    assert _collector()["exporters"]["prometheus"]["enable_open_metrics"] is True
+    assert "--enable-feature=exemplar-storage" in _compose()["services"]["prometheus"]["command"]

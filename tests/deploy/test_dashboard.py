@@ -91,12 +91,14 @@ def test_queries_read_only_exported_metrics_and_recorded_rules() -> None:
 def test_the_alert_panel_plots_what_the_pages_read() -> None:
     alerting = next(p for p in _panels() if "standard errors" in p["title"])
     plotted = {n for t in alerting["targets"] for n in recorded_names(t["expr"])}
-    assert plotted == {"ragas:faithfulness_drop_z", "ragas:faithfulness_low_z"}
+    assert plotted == {"ragas:faithfulness_drop_z", "ragas:faithfulness_low_z",
+                       "ragas:faithfulness_fail_z"}
     steps = alerting["fieldConfig"]["defaults"]["thresholds"]["steps"]
     shown = {f"> {s['value']:g}" for s in steps if s["value"] is not None}
     pages = [r for g in load_yaml(RULES)["groups"] for r in g["rules"]
              if r.get("labels", {}).get("severity") == "page"]
-    assert {r["alert"] for r in pages} == {"RagasFaithfulnessDrop", "RagasFaithfulnessLow"}
+    assert {r["alert"] for r in pages} == {"RagasFaithfulnessDrop", "RagasFaithfulnessLow",
+                                           "RagasFaithfulnessFailRate"}
     # Each page is one plotted signal against the line drawn, nothing else.
     for page in pages:
         assert any(page["expr"] == f"{signal} {line}" for signal in plotted for line in shown), \
@@ -210,3 +212,31 @@ def test_tempo_panel_lists_worst_traces_with_traceql(query: str) -> None:
     tempo = [p for p in _panels() if p["datasource"]["type"] == "tempo"]
     assert [t["query"] for p in tempo for t in p["targets"]] == [query]
     assert tempo[0]["targets"][0]["queryType"] == "traceql"
+
+
+def test_score_panels_show_exemplars_that_open_the_trace() -> None:
+    # Exemplars live on the score histograms' buckets (exporters.prometheus_exemplars),
+    # labelled trace_id: a target asking for them must read a _bucket series, and the
+    # Prometheus data source must send trace_id to a provisioned trace store.
+    with_exemplars = [(p["title"], t["expr"]) for p in _panels() for t in p.get("targets", [])
+                      if t.get("exemplar")]
+    titles = {title for title, _ in with_exemplars}
+    assert {"Faithfulness quantiles", "Faithfulness by answering model"} <= titles
+    for title, expr in with_exemplars:
+        assert metric_names(expr) == {"ragas_faithfulness_bucket"}, title
+    datasources = load_yaml(DATASOURCES)["datasources"]
+    types = {d["uid"]: d["type"] for d in datasources}
+    [prometheus] = [d for d in datasources if d["type"] == "prometheus"]
+    destinations = prometheus["jsonData"]["exemplarTraceIdDestinations"]
+    assert {d["name"] for d in destinations} == {"trace_id"}
+    assert {types[d["datasourceUid"]] for d in destinations} == {"tempo", "jaeger"}
+
+
+def test_a_panel_reads_the_scores_by_model() -> None:
+    panel = next(p for p in _panels() if p["title"] == "Faithfulness by answering model")
+    for target in panel["targets"]:
+        for grouping in re.findall(r"by \(([^)]*)\)", target["expr"]):
+            assert "model" in {g.strip() for g in grouping.split(",")}
+        assert "{{model}}" in target["legendFormat"]
+    assert {n for t in panel["targets"] for n in metric_names(t["expr"])} == {
+        "ragas_faithfulness_bucket", "ragas_verdicts_total"}

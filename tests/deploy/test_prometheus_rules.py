@@ -11,8 +11,10 @@ from deploy_kit import (
     run_promtool,
 )
 
-ALERTS = {"RagasFaithfulnessLow", "RagasFaithfulnessDrop", "RagasEvaluationFailuresHigh",
+ALERTS = {"RagasFaithfulnessLow", "RagasFaithfulnessDrop", "RagasFaithfulnessFailRate",
+          "RagasFaithfulnessFailRateByModel", "RagasEvaluationFailuresHigh",
           "RagasScorerDroppingWork", "RagasInternalErrors"}
+BY_MODEL_GROUP = "ragas-trace-faithfulness-by-model"
 PACKAGED = (DEPLOY.parent / "src" / "ragas_trace" / "alerting" / "data" / "ragas-alerts.yml")
 _GROUPING = re.compile(r"\b(?:sum|max|min|avg|count) by \(([^)]*)\)")
 
@@ -63,10 +65,15 @@ def test_recording_rules_are_defined_before_use_and_read_exported_metrics() -> N
 
 
 def test_faithfulness_is_grouped_by_service_app_and_judge() -> None:
-    for rule in _rules():
-        if "faithfulness" in rule["expr"]:
-            for grouping in _GROUPING.findall(rule["expr"]):
-                assert [g.strip() for g in grouping.split(",")] == ["service", "app", "judge"]
+    # The by-model variant adds the model; every other rule ignores it (a user who
+    # never looks at the label reads what the rules read before it existed).
+    for group in load_yaml(RULES)["groups"]:
+        expected = ["service", "app", "judge"] + (["model"] if group["name"] == BY_MODEL_GROUP
+                                                  else [])
+        for rule in group["rules"]:
+            if "faithfulness" in rule["expr"]:
+                for grouping in _GROUPING.findall(rule["expr"]):
+                    assert [g.strip() for g in grouping.split(",")] == expected
 
 
 def test_unit_tests_cover_every_alert_firing_pending_and_quiet() -> None:

@@ -54,6 +54,8 @@ def evaluations_by_status(reader: InMemoryMetricReader) -> dict[str, int]:
             for metric in sm.metrics:
                 if metric.name == "ragas.evaluations":
                     for point in metric.data.data_points:
+                        if not point.value:
+                            continue  # a series created at zero (setup())
                         status = str(point.attributes["status"])
                         counts[status] = counts.get(status, 0) + int(point.value)
     return counts

@@ -115,3 +115,20 @@ def test_metrics_endpoint_shows_gateway_and_scoring_metrics(
     received = [line for line in text.splitlines()
                 if line.startswith("ragas_gateway_spans_received_total")]
     assert received and float(received[0].split()[-1]) == OI_SPANS + PLAIN_SPANS
+
+
+def test_the_listed_apps_series_exist_at_zero_before_any_request(
+        downstream: OtlpGrpcReceiver) -> None:
+    import urllib.request
+
+    with Gateway(settings(forward_endpoint=downstream.endpoint, judge="local", metrics_port=0,
+                          app_names=("shop",))) as gateway:
+        assert gateway.metrics is not None
+        url = f"http://127.0.0.1:{gateway.metrics.port}/metrics"
+        with urllib.request.urlopen(url, timeout=5) as response:
+            text = response.read().decode()
+    zeros = {line.split("{")[0] for line in text.splitlines()
+             if 'app="shop"' in line and line.endswith(" 0.0")}
+    assert {"ragas_faithfulness_count", "ragas_faithfulness_squares_total",
+            "ragas_verdicts_total", "ragas_evaluations_total"} <= zeros
+    assert any('app="unknown"' in line for line in text.splitlines())

@@ -1,7 +1,8 @@
 """Synthetic scored traffic, sampled the way Prometheus scrapes what the library
 exports: per app, cumulative ``ragas_faithfulness_bucket/_sum/_count``,
-``ragas_faithfulness_squares_total`` and ``ragas_evaluations_total{status="scored"}``
-at every scrape, with the histogram buckets of ``exporters.metrics``."""
+``ragas_faithfulness_squares_total``, ``ragas_evaluations_total{status="scored"}`` and
+the faithfulness verdicts ``ragas_verdicts_total{metric="faithfulness",label=...}`` at
+every scrape, with the histogram buckets of ``exporters.metrics``."""
 
 from __future__ import annotations
 
@@ -13,6 +14,9 @@ import numpy as np
 from ragas_trace.exporters.metrics import SCORE_BUCKETS
 
 LABEL_NAMES = ("service", "app", "judge")
+# A verdict fails below the threshold of the judge that ships (the local judge's
+# faithfulness threshold; a test keeps the two equal), as the library labels it.
+FAIL_BELOW = 0.32
 
 
 @dataclass(frozen=True)
@@ -65,7 +69,7 @@ class Change:
 
 def scrape_series(
     mix: ScoreMix, change: Change | None, *, scored_per_s: float, step_s: int, steps: int,
-    labels: dict[str, str], rng: np.random.Generator,
+    labels: dict[str, str], rng: np.random.Generator, fail_below: float = FAIL_BELOW,
 ) -> dict[str, np.ndarray]:
     """Series selector -> cumulative value at each of ``steps + 1`` scrapes (the first
     at time 0, before any request)."""
@@ -91,6 +95,10 @@ def scrape_series(
         f"ragas_faithfulness_squares_total{{{base}}}": cumulative(scores * scores),
         f'ragas_evaluations_total{{{base},status="scored"}}': cumulative(ones),
     }
+    failed = (scores < fail_below).astype(float)
+    for label, weights in (("fail", failed), ("pass", 1.0 - failed)):
+        series[f'ragas_verdicts_total{{{base},metric="faithfulness",label="{label}"}}'] = (
+            cumulative(weights))
     for bound in (*SCORE_BUCKETS, float("inf")):
         le = "+Inf" if bound == float("inf") else str(bound)
         series[f'ragas_faithfulness_bucket{{{base},le="{le}"}}'] = cumulative(

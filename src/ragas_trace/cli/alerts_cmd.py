@@ -1,7 +1,11 @@
 """``ragas-trace alerts simulate``: replay synthetic scored traffic through a Prometheus
 rules file, evaluated by ``promtool``, and report per alert how many drop runs it
 caught, the median and 90th-percentile minutes from the change to firing, and its
-false pages per simulated week in a steady run."""
+false pages per simulated week in a steady run.
+
+``ragas-trace alerts rules``: the shipped rules with their links to the failing
+traces built for your Jaeger and Grafana (Tempo); ``ragas-trace alerts links``: those
+links for one service, as an alert's annotations give them."""
 
 from __future__ import annotations
 
@@ -21,7 +25,8 @@ _AT_LEAST_1 = argument_type(integer(1))
 
 def register(subparsers: Any) -> None:
     parser: argparse.ArgumentParser = subparsers.add_parser(
-        "alerts", help="measure alert rules on simulated traffic", description=_DESCRIPTION)
+        "alerts", help="measure alert rules; print them with trace links",
+        description=_DESCRIPTION)
     commands = parser.add_subparsers(dest="alerts_command", metavar="COMMAND", required=True)
     simulate = commands.add_parser("simulate", help="detection delay and false pages of a "
                                    "rules file", description=_DESCRIPTION)
@@ -48,6 +53,63 @@ def register(subparsers: Any) -> None:
     simulate.add_argument("--promtool", default=None, metavar="PATH",
                           help="promtool binary (default: promtool on PATH)")
     simulate.set_defaults(func=run)
+    rules = commands.add_parser("rules", help="print the shipped rules with trace links "
+                                "for your tracing backends", description=_DESCRIPTION)
+    _backend_arguments(rules)
+    rules.set_defaults(func=run_rules)
+    links = commands.add_parser("links", help="print the links to a service's failing "
+                                "traces", description=_DESCRIPTION)
+    links.add_argument("--service", required=True, help="the alert's service label")
+    links.add_argument("--lookback", default="2h", choices=("1h", "2h"),
+                       help="how far back (default 2h, the longest window)")
+    _backend_arguments(links)
+    links.set_defaults(func=run_links)
+
+
+def _backend_arguments(parser: argparse.ArgumentParser) -> None:
+    from ragas_trace.alerting.links import (
+        DEFAULT_GRAFANA_URL,
+        DEFAULT_JAEGER_URL,
+        DEFAULT_TEMPO_UID,
+    )
+
+    parser.add_argument("--jaeger-url", default=DEFAULT_JAEGER_URL, metavar="URL",
+                        help=f"Jaeger's UI (default {DEFAULT_JAEGER_URL})")
+    parser.add_argument("--grafana-url", default=DEFAULT_GRAFANA_URL, metavar="URL",
+                        help=f"Grafana, for Explore on Tempo (default {DEFAULT_GRAFANA_URL})")
+    parser.add_argument("--tempo-uid", default=DEFAULT_TEMPO_UID, metavar="UID",
+                        help=f"Grafana's Tempo data source uid (default {DEFAULT_TEMPO_UID})")
+
+
+def _backends(args: argparse.Namespace, command: str) -> Any:
+    from ragas_trace.alerting.links import TraceBackends
+
+    try:
+        return TraceBackends(args.jaeger_url, args.grafana_url, args.tempo_uid)
+    except ValueError as exc:
+        print(f"ragas-trace alerts {command}: {exc}", file=sys.stderr)
+        return None
+
+
+def run_rules(args: argparse.Namespace) -> int:
+    from ragas_trace.alerting import default_rules
+    from ragas_trace.alerting.links import render_rules
+
+    backends = _backends(args, "rules")
+    if backends is None:
+        return 2
+    with default_rules(None) as shipped:
+        sys.stdout.write(render_rules(shipped.read_text(encoding="utf-8"), backends))
+    return 0
+
+
+def run_links(args: argparse.Namespace) -> int:
+    backends = _backends(args, "links")
+    if backends is None:
+        return 2
+    for name, link in backends.expanded(args.service, args.lookback).items():
+        print(f"{name}: {link}")
+    return 0
 
 
 def run(args: argparse.Namespace) -> int:
@@ -77,10 +139,10 @@ def run(args: argparse.Namespace) -> int:
         return 0
     print(f"{args.runs} runs, drop {args.drop} at {args.scored_per_s} scored/s "
           f"(healthy mean {mix.healthy.mean():.3f}); steady run {args.steady_days:g} days")
-    print(f"{'alert':<30} {'detected':>9} {'median min':>11} {'p90 min':>8} "
+    print(f"{'alert':<34} {'detected':>9} {'median min':>11} {'p90 min':>8} "
           f"{'false/week':>11}")
     for name, r in results.items():
-        print(f"{name:<30} {f'{r.detected}/{r.runs}':>9} {_minutes(r.median_min):>11} "
+        print(f"{name:<34} {f'{r.detected}/{r.runs}':>9} {_minutes(r.median_min):>11} "
               f"{_minutes(r.p90_min):>8} {r.false_alarms_per_week:>11.2f}")
     return 0
 

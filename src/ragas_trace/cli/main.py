@@ -18,7 +18,7 @@ _COMMANDS: dict[str, tuple[str, str]] = {
     "serve": ("ragas_trace.cli.serve_cmd", "run the OTLP scoring gateway (service mode)"),
     "eval": ("ragas_trace.cli.eval_cmd", "measure a judge's pairwise agreement on a data set"),
     "score": ("ragas_trace.cli.score_cmd", "score saved records (JSON lines) with a judge"),
-    "alerts": ("ragas_trace.cli.alerts_cmd", "measure alert rules on simulated traffic"),
+    "alerts": ("ragas_trace.cli.alerts_cmd", "measure alert rules; print them with trace links"),
 }
 
 

@@ -3,13 +3,13 @@ Prometheus exporter's translation gives exactly these series (a test scrapes the
 
 | instrument | Prometheus | attributes |
 | --- | --- | --- |
-| histogram `ragas.faithfulness` | `ragas_faithfulness_bucket/_sum/_count` | service, app, judge |
-| histogram `ragas.answer_relevance` | `ragas_answer_relevance_*` | service, app, judge |
-| histogram `ragas.context_relevance` | `ragas_context_relevance_*` | service, app, judge |
-| counter `ragas.faithfulness.squares` | `ragas_faithfulness_squares_total` | service, app, judge |
+| histogram `ragas.faithfulness` | `ragas_faithfulness_*` | service, app, judge, model* |
+| histogram `ragas.answer_relevance` | `ragas_answer_relevance_*` | service, app, judge, model* |
+| histogram `ragas.context_relevance` | `ragas_context_relevance_*` | service, app, judge, model* |
+| counter `ragas.faithfulness.squares` | `..._squares_total` | service, app, judge, model* |
 | counter `ragas.evaluations` | `ragas_evaluations_total` | service, app, judge, status |
 | counter `ragas.metric.evaluations` | `ragas_metric_evaluations_total` | metric, status |
-| counter `ragas.verdicts` | `ragas_verdicts_total` | service, app, judge, metric, label |
+| counter `ragas.verdicts` | `ragas_verdicts_total` | service, app, judge, model, metric, label |
 | counter `ragas.faithfulness.unscored` | `ragas_faithfulness_unscored_total` | see below |
 | counter `ragas.scorer.dropped` | `ragas_scorer_dropped_total` | reason |
 | gauge `ragas.held_spans` | `ragas_held_spans` | |
@@ -43,9 +43,31 @@ but zero is a bug of ours.
 confirmed: ``stored``, ``refused``, ``lost`` (each annotation ends as one of them)
 and ``retried`` (each re-send).
 
-``app`` is the only label fed by span data: it takes at most ``max_apps`` values
-(setting ``max_app_labels``); requests of later apps are recorded as ``other``, and
-each is counted once in ``ragas.metrics.folded_labels`` (``label`` = ``app``).
+(* ``model`` only where the answering model is known.)
+
+``app`` and ``model`` are the labels fed by span data: each takes at most
+``max_apps`` values (setting ``max_app_labels``); requests of later apps or models are
+recorded as ``other``, and each is counted once in ``ragas.metrics.folded_labels``
+(``label`` = ``app`` / ``model``). ``model`` is the answering model of the request
+(``RagRecord.model``: ``gen_ai.request.model`` / ``llm.model_name`` of its last model
+call); where it is unknown the label is absent, so ``sum by (service, app, judge)``
+reads every request, with or without it.
+
+Every series of an ``app`` is created at zero as soon as the app is known (``prime``:
+at ``setup()``, when a collector is made with its ``app_name``: ``_app_names``), so
+that Prometheus's
+``increase()`` counts the first scores (``exporters.series_at_zero``). A model's
+series are created at zero when it is first seen, and its scores carry the label from
+``MODEL_LABEL_DELAY_S`` later: until then they are recorded without it (in the app's
+series, already scraped at zero), so that no scrape sees a model's series first with
+scores in it, which ``increase()`` would not count (a one-minute scrape interval
+included).
+
+Exemplars: each scored request's values are recorded in a context holding the
+evaluated root span (a ``NonRecordingSpan``, sampled), so the SDK attaches its trace
+and span id as an exemplar (trace-based filter) to the score histograms, the squares,
+the verdicts and ``ragas.evaluations``: over OTLP, and on the ``metrics_port``
+endpoint in OpenMetrics format (``exporters.prometheus_exemplars``).
 
 ``ragas.judge.cost.usd`` adds what each evaluation's judge tokens cost in US dollars
 at the judge's prices (``ragas_trace.scorer.pricing``); a judge whose model has no
@@ -69,18 +91,24 @@ those whose faithfulness was not requested.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Iterable, Mapping
 
+from opentelemetry import trace as trace_api
+from opentelemetry.context import Context
 from opentelemetry.metrics import CallbackOptions, Meter, MeterProvider, Observation
+from opentelemetry.trace import NonRecordingSpan, SpanContext, TraceFlags
 
 from ragas_trace._internal_errors import internal_error_counts
 from ragas_trace.exporters.label_cap import LabelCap
 from ragas_trace.exporters.score_attributes import verdict
+from ragas_trace.exporters.series_at_zero import create_at_zero
 from ragas_trace.results import Metric, MetricStatus, Scores
 from ragas_trace.scorer.outcome import EvaluationStatus, Outcome
 
 METER_NAME = "ragas_trace"
 DEFAULT_MAX_APPS = 100
+MODEL_LABEL_DELAY_S = 120.0
 SCORE_BUCKETS = (0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0)
 # Floats, so that ``le`` reads the same ("50.0") from the OpenTelemetry exporter and
 # from prometheus_client's multiprocess mode (exporters.multiprocess_metrics).
@@ -96,6 +124,12 @@ class ScorerMetrics:
         meter: Meter = meter_provider.get_meter(METER_NAME)
         self.service = service
         self._apps = LabelCap("app", max_apps, "max_app_labels")
+        self._models = LabelCap("model", max_apps, "max_app_labels")
+        # The label sets whose series exist already (see prime): a set lookup a record.
+        self._primed: set[tuple[str, str, str | None]] = set()
+        # When each (app, judge, model) was first seen: its label waits for its series
+        # to have been scraped at zero.
+        self._model_since: dict[tuple[str, str, str], float] = {}
         self._scores = {
             metric: meter.create_histogram(
                 f"ragas.{metric}", description=f"Ragas {metric} of scored requests (0..1)",
@@ -155,11 +189,39 @@ class ScorerMetrics:
         self._held = held
         self._queued = queued
 
+    def prime(self, app: str | None, judge: str, model: str | None = None) -> None:
+        """Create at zero every series of ``app`` as ``judge`` scores it (with
+        ``model``: those that carry it), so the first scores are counted by
+        ``increase()``. Cheap when done already; never counts a fold."""
+        self._prime(self._app(app, count=False), judge,
+                    self._models.value(model)[0] if model else None)
+
+    def _prime(self, app: str, judge: str, model: str | None) -> None:
+        key = (app, judge, model)
+        if key in self._primed:
+            return
+        self._primed.add(key)
+        attrs = {"service": self.service, "app": app, "judge": judge}
+        if model is None:
+            for status in EvaluationStatus:
+                create_at_zero(self._evaluations, {**attrs, "status": str(status)})
+        else:
+            attrs["model"] = model
+        for metric, histogram in self._scores.items():
+            create_at_zero(histogram, attrs)
+            for label in ("pass", "fail"):
+                create_at_zero(self._verdicts, {**attrs, "metric": str(metric), "label": label})
+        create_at_zero(self._faithfulness_squares, attrs)
+
     def evaluation(self, outcome: Outcome, app: str | None, judge: str,
-                   thresholds: Mapping[str, float] | None = None) -> None:
-        """``thresholds``: the judge's pass thresholds, for ``ragas.verdicts``."""
+                   thresholds: Mapping[str, float] | None = None, *,
+                   model: str | None = None, evaluated: SpanContext | None = None) -> None:
+        """``thresholds``: the judge's pass thresholds, for ``ragas.verdicts``;
+        ``model``: the request's answering model (the ``model`` label, None: absent);
+        ``evaluated``: the evaluated root span's context, for the exemplars."""
         attrs = {"service": self.service, "app": self._app(app, count=True), "judge": judge}
-        self._evaluations.add(1, {**attrs, "status": str(outcome.status)})
+        context = _exemplar_context(evaluated)
+        self._evaluations.add(1, {**attrs, "status": str(outcome.status)}, context=context)
         self._count_metrics(outcome.status, outcome.scores)
         reason = faithfulness_gap(outcome)
         if reason is not None:
@@ -168,19 +230,38 @@ class ScorerMetrics:
         if scores is None:
             return
         if outcome.status is EvaluationStatus.SCORED:
+            labels = self._score_labels(attrs, model)
             for metric, histogram in self._scores.items():
                 value = scores.result(metric).value
                 if value is not None:
-                    histogram.record(value, attrs)
+                    histogram.record(value, labels, context=context)
                     if thresholds is not None:
-                        self._verdicts.add(1, {**attrs, "metric": str(metric),
-                                               "label": verdict(metric, value, thresholds)})
+                        self._verdicts.add(1, {**labels, "metric": str(metric),
+                                               "label": verdict(metric, value, thresholds)},
+                                           context=context)
                     if metric is Metric.FAITHFULNESS:
-                        self._faithfulness_squares.add(value * value, attrs)
+                        self._faithfulness_squares.add(value * value, labels, context=context)
         self._tokens.record(scores.usage.prompt_tokens, {"type": "prompt"})
         self._tokens.record(scores.usage.completion_tokens, {"type": "completion"})
         if outcome.duration_s:
             self._duration.record(outcome.duration_s, {"judge": judge})
+
+    def _score_labels(self, attrs: dict[str, str], model: str | None) -> dict[str, str]:
+        """The scores' labels: ``attrs``, with ``model`` when known (capped; its
+        series created at zero when first seen)."""
+        if not model:
+            return attrs
+        value, folded = self._models.value(model)
+        if folded:
+            self._folded.add(1, {"label": self._models.label})
+        key = (attrs["app"], attrs["judge"], value)
+        since = self._model_since.get(key)
+        if since is None:
+            since = self._model_since.setdefault(key, time.monotonic())
+            self._prime(*key)
+        if time.monotonic() - since < MODEL_LABEL_DELAY_S:
+            return attrs
+        return {**attrs, "model": value}
 
     def cost(self, usd: float, app: str | None, judge: str) -> None:
         """What one evaluation cost (the ``app`` value it was counted under already)."""
@@ -229,6 +310,18 @@ class ScorerMetrics:
 
     def _observe_queued(self, options: CallbackOptions) -> Iterable[Observation]:
         yield Observation(self._queued())
+
+
+def _exemplar_context(evaluated: SpanContext | None) -> Context | None:
+    """A context whose current span is the evaluated root: the SDK's trace-based
+    exemplar filter samples what is recorded in it (the scorer records off the
+    request's thread, where no span is current). Sampled: the root was recorded."""
+    if evaluated is None or not evaluated.trace_id:
+        return None
+    span = NonRecordingSpan(SpanContext(evaluated.trace_id, evaluated.span_id,
+                                        is_remote=False,
+                                        trace_flags=TraceFlags(TraceFlags.SAMPLED)))
+    return trace_api.set_span_in_context(span)
 
 
 def _observe_internal_errors(options: CallbackOptions) -> Iterable[Observation]:

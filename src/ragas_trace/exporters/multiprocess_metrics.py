@@ -16,6 +16,7 @@ has no single SDK resource."""
 from __future__ import annotations
 
 import glob
+import logging
 import os
 import re
 import threading
@@ -44,6 +45,7 @@ from opentelemetry.util.types import Attributes
 from ragas_trace import _thread_signals
 from ragas_trace._internal_errors import record_internal_error
 
+logger = logging.getLogger("ragas_trace")
 MULTIPROC_DIR_ENV = "PROMETHEUS_MULTIPROC_DIR"
 # Only the gauges of living processes count: a dead worker held nothing.
 GAUGE_MODE: Final = "livesum"
@@ -97,6 +99,9 @@ class _Counter(NoOpCounter):
         self._family.child(attributes).inc(amount)
         self._meter.recorded()
 
+    def create_at_zero(self, attributes: Attributes) -> None:
+        self._family.child(attributes)
+
 
 class _Histogram(NoOpHistogram):
     def __init__(self, meter: MultiprocessMeter, family: _Family, name: str) -> None:
@@ -108,6 +113,9 @@ class _Histogram(NoOpHistogram):
                context: Context | None = None) -> None:
         self._family.child(attributes).observe(amount)
         self._meter.recorded()
+
+    def create_at_zero(self, attributes: Attributes) -> None:
+        self._family.child(attributes)
 
 
 class _ObservedCounter:
@@ -220,10 +228,25 @@ class MultiprocessMeterProvider(MeterProvider):
 
     def __init__(self) -> None:
         self._meter = MultiprocessMeter("ragas_trace")
+        _say_no_exemplars()
 
     def get_meter(self, name: str, version: str | None = None, schema_url: str | None = None,
                   attributes: Attributes | None = None) -> Meter:
         return self._meter
+
+
+_said_no_exemplars = False
+
+
+def _say_no_exemplars() -> None:
+    """Once a process: prometheus_client's multiprocess mode cannot carry exemplars."""
+    global _said_no_exemplars
+    if not _said_no_exemplars:
+        _said_no_exemplars = True
+        logger.info("ragas-trace: metrics in PROMETHEUS_MULTIPROC_DIR carry no exemplars "
+                    "(prometheus_client's multiprocess mode cannot hold them): the score "
+                    "histograms link to no trace on this endpoint. Metrics sent over OTLP "
+                    "(no metrics_port, OTEL_EXPORTER_OTLP_METRICS_ENDPOINT) carry them")
 
 
 def multiprocess_values_ready() -> bool:

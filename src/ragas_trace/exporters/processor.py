@@ -290,7 +290,9 @@ class ScoringSpanProcessor(SpanProcessor):
         """Scorer thread: the judge's answer for ``span``."""
         judge = self.scorer.judge_name
         app = self._app_label(span)
-        self.metrics.evaluation(outcome, app, judge, self.thresholds)
+        self.metrics.evaluation(outcome, app, judge, self.thresholds,
+                                model=record.model if record is not None else None,
+                                evaluated=span.context)
         if outcome.status is EvaluationStatus.DROPPED:
             self.metrics.dropped(outcome.reason or "dropped")
         if outcome.scores is not None:

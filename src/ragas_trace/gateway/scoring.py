@@ -19,7 +19,7 @@ from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor
 
 from ragas_trace._deadline import call_within
 from ragas_trace.config import Settings
-from ragas_trace.exporters.app_label import AppLabel
+from ragas_trace.exporters.app_label import UNKNOWN_APP, AppLabel
 from ragas_trace.gateway.assembler import Release
 from ragas_trace.gateway.forward import ForwardQueue
 from ragas_trace.gateway.settings import GatewaySettings
@@ -76,6 +76,10 @@ class ScoringSink:
                 self._owned_logs.shutdown()
             raise
         self.processor = self.pipeline.processor
+        # The listed apps' series exist at zero before their first score, so that the
+        # rules' increase() counts it (exporters.series_at_zero).
+        for app in (*(settings.app_names or ()), UNKNOWN_APP):
+            self.pipeline.metrics.prime(app, self.processor.scorer.judge_name)
         self._forward = forward
         self._stats = stats
 

@@ -37,6 +37,7 @@ from opentelemetry.context import _SUPPRESS_INSTRUMENTATION_KEY
 from opentelemetry.sdk.trace import SpanLimits
 from opentelemetry.trace import TracerProvider
 
+from ragas_trace import _app_names
 from ragas_trace import semconv as sc
 from ragas_trace._internal_errors import record_internal_error
 from ragas_trace.collectors import _attributes as attributes
@@ -110,6 +111,7 @@ class RagasCallbackHandler(BaseCallbackHandler):
             raise ValueError(f"app_name must be a string, got {type(app_name).__name__}")
         self._tracer = trace.get_tracer(_SCOPE, tracer_provider=tracer_provider)
         self._app_name = app_name
+        _app_names.announce(app_name, tracer_provider)
         self._run_ttl_s = _settings.setting(_settings.RUN_TTL_S, run_ttl_s)
         self._max_steps = _settings.setting(_settings.MAX_OPEN_RUNS, max_open_runs)
         self._runs = RunMap(self._run_ttl_s, self._max_steps)

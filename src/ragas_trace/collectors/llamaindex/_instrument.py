@@ -12,6 +12,7 @@ from opentelemetry import trace
 from opentelemetry.sdk.trace import SpanLimits
 from opentelemetry.trace import TracerProvider
 
+from ragas_trace import _app_names
 from ragas_trace.collectors import _settings
 from ragas_trace.collectors.llamaindex._handlers import RagasEventHandler, RagasSpanHandler
 from ragas_trace.collectors.llamaindex._tracker import Tracker
@@ -83,6 +84,7 @@ def instrument(
             engine_set = weakref.WeakSet(engines)
         except TypeError as exc:
             raise ValueError(f"engines must be an iterable of engine objects: {exc}") from exc
+    _app_names.announce(app_name, tracer_provider)
     limit = SpanLimits().max_span_attributes
     tracker = Tracker(
         trace.get_tracer(_SCOPE, tracer_provider=tracer_provider),
