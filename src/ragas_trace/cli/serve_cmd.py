@@ -12,7 +12,7 @@ import sys
 import threading
 from typing import Any
 
-from ragas_trace._settings import boolean
+from ragas_trace._settings import auto_boolean, boolean
 from ragas_trace.cli import extras
 from ragas_trace.gateway.settings import OPTIONS
 
@@ -41,7 +41,7 @@ def register(subparsers: Any) -> None:
         default = "unset" if option.default is None else option.default
         # A yes/no option given alone means yes (``--allow-unauthenticated``).
         extra: dict[str, Any] = {"nargs": "?", "const": "true"} \
-            if option.parse is boolean else {}
+            if option.parse in (boolean, auto_boolean) else {}
         parser.add_argument(option.flag, dest=option.name, metavar=option.metavar,
                             default=None, **extra,
                             help=f"{option.help} [env {option.env}; default {default}]")
@@ -58,6 +58,12 @@ def run(args: argparse.Namespace) -> int:
     except (ValueError, OSError) as exc:
         print(f"ragas-trace serve: {exc}", file=sys.stderr)
         return 2
+    # Before any thread starts (gRPC's, the judge's, the forwarder's): they inherit it.
+    priority = "normal"
+    if settings.runs_at_idle_priority:
+        from ragas_trace.cpu_priority import lower_to_idle
+
+        priority = lower_to_idle()
     # The receivers and the next hop are OTLP; the judge is known once settings are read.
     if not extras.require("serve", ("otlp", *extras.judge_extras(settings.judge))):
         return extras.EXIT_MISSING_EXTRA
@@ -88,6 +94,7 @@ def run(args: argparse.Namespace) -> int:
         "otlp_grpc": gateway.grpc.endpoint if gateway.grpc else None,
         "otlp_http": gateway.http.endpoint if gateway.http else None,
         "metrics_port": gateway.metrics.port if gateway.metrics else None,
+        "cpu_priority": priority,
     }), flush=True)
     while not stop.wait(1.0):
         pass
