@@ -73,3 +73,38 @@ def test_app_workers_under_the_recommended_set_up_load_no_judge() -> None:
     roots = [s for s in sidecar.spans() if s.name == "rag"]
     assert roots and not any(k.startswith("ragas.evaluation") or k == sc.RAGAS_FAITHFULNESS
                              for s in roots for k in s.attributes)
+
+
+def test_judge_off_exports_spans_as_recorded_and_builds_no_scorer() -> None:
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+    import ragas_trace
+    from ragas_trace.testing.rag_spans import rag_request
+
+    exported = InMemorySpanExporter()
+    rt = ragas_trace.setup(service_name="app", judge="off", exporter=exported,
+                           tracer_provider=TracerProvider())
+    try:
+        assert rt.pipeline is None and rt.settings.judge == "off"
+        with pytest.raises(RuntimeError, match="does not score"):
+            _ = rt.processor
+        rag_request(rt.tracer_provider.get_tracer("t"))
+        assert rt.force_flush(5.0)
+        assert sorted(s.name for s in exported.get_finished_spans()) == ["llm", "rag",
+                                                                        "retriever"]
+        assert not any(k.startswith("ragas.evaluation")
+                       for s in exported.get_finished_spans() for k in s.attributes or {})
+    finally:
+        assert rt.shutdown(5.0)
+
+
+def test_off_is_a_judge_name_for_setup_only() -> None:
+    from ragas_trace.config import Settings
+    from ragas_trace.pipeline import make_judge
+
+    assert Settings.load(judge="off", env={}).judge == "off"
+    with pytest.raises(ValueError, match="judge"):
+        Settings.load(judge="off:x", env={})
+    with pytest.raises(ValueError, match="sidecar"):
+        make_judge(Settings.load(judge="off", env={}))

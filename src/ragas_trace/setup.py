@@ -304,6 +304,9 @@ def _export_only(resolved: Settings, exporter: SpanExporter | SpanProcessor | No
     elif joined is None:
         logger.warning("ragas-trace: judge='off' and no span exporter configured: spans go "
                        "nowhere (set OTEL_EXPORTER_OTLP_ENDPOINT to the scoring sidecar)")
+    if resolved.metrics_port is not None:
+        logger.warning("ragas-trace: judge='off': no metrics are served here (metrics_port "
+                       "%s ignored); the scoring sidecar serves them", resolved.metrics_port)
     if joined is None:
         trace_api.set_tracer_provider(provider)
     rt = RagasTrace(None, provider, NoOpMeterProvider(), owns_tracer_provider=joined is None,
