@@ -24,7 +24,7 @@ with it: ``rate = cores / 2 / cpu_s_per_request``.
 Memory per host: the sum of the RSS (and of the PSS, which counts pages shared
 between forked workers once) of every process of the set-up, after its phases.
 
-    python bench/app_latency.py                      # about 6 minutes
+    python bench/app_latency.py                      # about 10 minutes on 2 cores
     python bench/app_latency.py --rounds 4 --phase-s 30
 """
 
@@ -49,11 +49,17 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
-from results_file import write_results
+from results_file import repeated, write_results
 
 BENCH = Path(__file__).resolve().parent
 ROOT = BENCH.parent
 ARMS = ("none", "sidecar", "inprocess")
+EXTRA_ARMS = ("export-only", "inprocess-idle")
+WHAT = {"sidecar": "judge in a sidecar at idle priority (recommended)",
+        "export-only": "judge='off' exporting to the next hop, nothing scored (the "
+                       "tracing's own cost)",
+        "inprocess": "local judge in every app process",
+        "inprocess-idle": "local judge in every app process, its threads at idle priority"}
 CLIENT_THREADS = 16
 CORES = os.cpu_count() or 1
 TICKS = os.sysconf("SC_CLK_TCK")
@@ -173,10 +179,11 @@ def start_server(shape: str, arm: str, otlp_port: int) -> tuple[Proc, int]:
     if shape == "gunicorn":
         cmd = [sys.executable, "-m", "gunicorn", "latency_app:app", "--chdir", str(BENCH),
                "-k", "uvicorn.workers.UvicornWorker", "-w", "4", "-b", f"127.0.0.1:{port}",
-               "--log-level", "warning"]
+               "--keep-alive", "300", "--log-level", "warning"]
     else:
         cmd = [sys.executable, "-m", "uvicorn", "latency_app:app", "--app-dir", str(BENCH),
-               "--host", "127.0.0.1", "--port", str(port), "--log-level", "warning"]
+               "--host", "127.0.0.1", "--port", str(port), "--timeout-keep-alive", "300",
+               "--log-level", "warning"]
     popen = subprocess.Popen(cmd, env=env, cwd=str(BENCH))
     proc = Proc(f"{shape}/{arm}", popen)
     deadline = time.monotonic() + 120
@@ -226,9 +233,16 @@ def run_phase(port: int, rate: float, seconds: float) -> list[float]:
             delay = at - time.perf_counter()
             if delay > 0:
                 time.sleep(delay)
+            question = f"When was it built and who restored it? #{next(_counter)}"
             try:
-                ask(port, f"When was it built and who restored it? #{next(_counter)}",
-                    conn=conn)
+                try:
+                    ask(port, question, conn=conn)
+                except (BrokenPipeError, ConnectionResetError,
+                        http.client.RemoteDisconnected):
+                    # A kept-alive connection the server closed: a browser reconnects too.
+                    conn.close()
+                    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+                    ask(port, question, conn=conn)
             except (OSError, http.client.HTTPException) as exc:
                 conn.close()
                 conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
@@ -312,14 +326,14 @@ def quantile(values: Sequence[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
 
 
-def run_shape(shape: str, rate: float, rounds: int, phase_s: float,
-              sink_port: int) -> tuple[dict[str, ArmResult], dict[str, Any]]:
+def run_shape(shape: str, rate: float, rounds: int, phase_s: float, sink_port: int,
+              arms: tuple[str, ...]) -> tuple[dict[str, ArmResult], dict[str, Any]]:
     sidecar, sidecar_port, metrics_port, priority = start_sidecar(sink_port)
     servers: dict[str, tuple[Proc, int]] = {}
     try:
-        servers["none"] = start_server(shape, "none", sink_port)
-        servers["sidecar"] = start_server(shape, "sidecar", sidecar_port)
-        servers["inprocess"] = start_server(shape, "inprocess", sink_port)
+        for arm in arms:
+            servers[arm] = start_server(shape, arm,
+                                        sidecar_port if arm == "sidecar" else sink_port)
 
         def pids(arm: str) -> list[int]:
             own = servers[arm][0].pids()
@@ -329,14 +343,14 @@ def run_shape(shape: str, rate: float, rounds: int, phase_s: float,
             return arm == "sidecar" and sidecar_busy(sidecar_port)
 
         # Warm-up: every worker answers and loads its judge (in-process) once.
-        for arm in ARMS:
+        for arm in arms:
             run_phase(servers[arm][1], 4.0, 8.0)
             settle(lambda a=arm: pids(a), lambda a=arm: busy(a))
-        results = {arm: ArmResult() for arm in ARMS}
+        results = {arm: ArmResult() for arm in arms}
         sent = 0
         before = sidecar_counts(metrics_port)
         for r in range(rounds):
-            order = ARMS[r % len(ARMS):] + ARMS[:r % len(ARMS)]
+            order = arms[r % len(arms):] + arms[:r % len(arms)]
             for arm in order:
                 lat = run_phase(servers[arm][1], rate, phase_s)
                 sent += len(lat) if arm == "sidecar" else 0
@@ -346,7 +360,7 @@ def run_shape(shape: str, rate: float, rounds: int, phase_s: float,
                 print(f"  {shape} round {r + 1} {arm:9s} p50 {quantile(lat, .5) * 1e3:6.1f} "
                       f"ms p95 {quantile(lat, .95) * 1e3:6.1f} ms (n {len(lat)}, "
                       f"settled in {waited:.1f} s)", file=sys.stderr)
-        for arm in ARMS:
+        for arm in arms:
             results[arm].rss_mib, results[arm].pss_mib = memory_mib(pids(arm))
         after = sidecar_counts(metrics_port)
         counts = {k: after.get(k, 0.0) - before.get(k, 0.0) for k in after}
@@ -421,23 +435,22 @@ def figures(shape: str, results: dict[str, ArmResult], extra: dict[str, Any],
     base = results["none"]
     where = "4 UvicornWorkers under gunicorn" if shape == "gunicorn" else "one uvicorn process"
     out: dict[str, dict[str, Any]] = {}
-    for arm, what in (("sidecar", "judge in a sidecar at idle priority (recommended)"),
-                      ("inprocess", "local judge in every app process")):
+    for arm in results:
+        if arm == "none":
+            continue
+        what = WHAT[arm]
         for q, target in ((0.5, "<= 1.10"), (0.95, "<= 1.20")):
             pct = int(q * 100)
             runs = [quantile(a, q) / quantile(b, q)
                     for a, b in zip(results[arm].by_round, base.by_round, strict=True)]
             out[f"{shape}.{arm}.p{pct}_ratio"] = {
-                "value": round(quantile(results[arm].latencies, q)
-                               / quantile(base.latencies, q), 3),
-                "runs": [round(x, 3) for x in runs],
+                **repeated(runs, 3),
                 "label": f"App p{pct} latency, {where}, {what}, every request scored, "
-                         f"{rate:g} req/s (all rounds pooled; runs: each round)",
+                         f"{rate:g} req/s (each round's ratio)",
                 "baseline": f"the same app without ragas-trace, p{pct} "
                             f"{quantile(base.latencies, q) * 1e3:.1f} ms",
                 "target": target}
-    for arm in ARMS:
-        res = results[arm]
+    for arm, res in results.items():
         out[f"{shape}.{arm}.p50_ms"] = {"value": round(quantile(res.latencies, .5) * 1e3, 2),
                                         "unit": "ms", "label": f"{shape} {arm}: p50 latency"}
         out[f"{shape}.{arm}.p95_ms"] = {"value": round(quantile(res.latencies, .95) * 1e3, 2),
@@ -451,6 +464,8 @@ def figures(shape: str, results: dict[str, ArmResult], extra: dict[str, Any],
         out[f"{shape}.{arm}.pss_mib"] = {
             "value": round(res.pss_mib, 1), "unit": "MiB",
             "label": f"{shape} {arm}: sum of the PSS (shared pages counted once)"}
+    if "sidecar" not in results:
+        return out
     counts = extra["sidecar_counts"]
     out[f"{shape}.sidecar.scored"] = {
         "value": counts.get("scored", 0.0), "exact": True,
@@ -470,12 +485,19 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--phase-s", type=float, default=15.0)
     parser.add_argument("--shapes", default="gunicorn,uvicorn")
+    parser.add_argument("--arms", default=",".join(ARMS),
+                        help=f"set-ups to run, 'none' first (also: {', '.join(EXTRA_ARMS)})")
     parser.add_argument("--no-write", action="store_true")
     parser.add_argument("--sink", type=int, default=None, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.sink is not None:
         serve_sink(args.sink)
         return 0
+    arms = tuple(args.arms.split(","))
+    if arms[0] != "none" or not set(arms) <= {*ARMS, *EXTRA_ARMS}:
+        parser.error(f"--arms: 'none' first, then some of {ARMS[1:] + EXTRA_ARMS}")
+    # SIGTERM ends the run through the ``finally`` blocks, which stop every server.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     sink, sink_port = start_sink()
     out: dict[str, dict[str, Any]] = {}
     try:
@@ -491,10 +513,10 @@ def main(argv: list[str] | None = None) -> int:
                          f"{args.trial_rate:g} req/s; the rate keeps {CORES} / 2 cores busy"}
         out["rate"] = {"value": rate, "unit": "req/s", "label": "steady request rate"}
         for shape in args.shapes.split(","):
-            results, extra = run_shape(shape, rate, args.rounds, args.phase_s, sink_port)
+            results, extra = run_shape(shape, rate, args.rounds, args.phase_s, sink_port,
+                                       arms)
             out.update(figures(shape, results, extra, rate))
-            for arm in ARMS:
-                res = results[arm]
+            for arm, res in results.items():
                 print(f"{shape:8s} {arm:9s} p50 {quantile(res.latencies, .5) * 1e3:6.1f} ms "
                       f"p95 {quantile(res.latencies, .95) * 1e3:6.1f} ms "
                       f"RSS {res.rss_mib:7.1f} MiB PSS {res.pss_mib:7.1f} MiB")
@@ -502,7 +524,7 @@ def main(argv: list[str] | None = None) -> int:
         sink.stop()
     print(json.dumps({k: v["value"] for k, v in out.items()}, indent=1))
     if not args.no_write:
-        write_results("app_latency", out)
+        write_results("app_latency", out, merge=True)
     return 0
 
 

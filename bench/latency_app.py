@@ -7,7 +7,13 @@ fact in one answer in five), so every request is a RAG trace the judge can score
 - ``none``: the package is never imported (the baseline);
 - ``sidecar``: ``setup(judge="off")``: spans are exported over OTLP
   (``OTEL_EXPORTER_OTLP_ENDPOINT``) to a ``ragas-trace serve`` sidecar that scores them;
-- ``inprocess``: ``setup()`` with the local judge in this process (each worker).
+- ``export-only``: ``setup(judge="off")`` exporting to the next hop, nothing scored
+  anywhere: what tracing and exporting alone cost the app;
+- ``inprocess``: ``setup()`` with the local judge in this process (each worker);
+- ``inprocess-idle``: the same, the judge's threads (the scorer's, and the native
+  threads of onnxruntime and BLAS) moved to ``SCHED_IDLE`` as they appear, the app's
+  (the event loop's, its executor's, the span exporter's) left as they are: what
+  idle priority can do for a judge that shares the app's GIL.
 
 Passages and answers differ from request to request (built from the question's
 number), so the judge's caches do not make its work cheaper than real traffic's.
@@ -19,6 +25,8 @@ number), so the judge's caches do not make its work cheaper than real traffic's.
 from __future__ import annotations
 
 import os
+import threading
+import time
 from typing import Any
 
 from fastapi import FastAPI
@@ -85,14 +93,30 @@ def _chain() -> Any:
         | StrOutputParser()
 
 
+def _judge_threads_to_idle() -> None:
+    while True:
+        app_threads = {t.native_id for t in threading.enumerate()
+                       if not t.name.startswith("ragas")}
+        for tid in map(int, os.listdir("/proc/self/task")):
+            if tid not in app_threads:
+                try:
+                    os.sched_setscheduler(tid, os.SCHED_IDLE, os.sched_param(0))
+                except OSError:
+                    pass  # the thread ended meanwhile
+        time.sleep(0.25)
+
+
 chain = _chain()
 callbacks: list[Any] = []
 if ARM != "none":
     import ragas_trace
 
     rt = ragas_trace.setup(service_name="latency-bench",
-                           judge="off" if ARM == "sidecar" else "local", exporter="otlp")
+                           judge="off" if ARM in ("sidecar", "export-only") else "local",
+                           exporter="otlp")
     callbacks = [rt.langchain_handler(app_name="latency-bench")]
+if ARM == "inprocess-idle":
+    threading.Thread(target=_judge_threads_to_idle, name="bench-idle", daemon=True).start()
 
 app = FastAPI()
 
