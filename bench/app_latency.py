@@ -155,13 +155,17 @@ def start_sink() -> tuple[Proc, int]:
     return Proc("sink", popen), port
 
 
+SIDECAR_IDLE_PRIORITY = ["auto"]  # --sidecar-idle-priority
+
+
 def start_sidecar(sink_port: int) -> tuple[Proc, int, int, str]:
     env = base_env()
     popen = subprocess.Popen(
         [sys.executable, "-m", "ragas_trace.cli.main", "serve", "--otlp-grpc", "off",
          "--otlp-http", "127.0.0.1:0", "--forward-protocol", "http",
          "--forward-endpoint", f"http://127.0.0.1:{sink_port}", "--judge", "local",
-         "--metrics-port", "0", "--log-format", "text", "--log-level", "warning"],
+         "--metrics-port", "0", "--idle-priority", SIDECAR_IDLE_PRIORITY[0],
+         "--log-format", "text", "--log-level", "warning"],
         env=env, stdout=subprocess.PIPE)
     assert popen.stdout is not None
     ready = json.loads(popen.stdout.readline())
@@ -487,12 +491,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--shapes", default="gunicorn,uvicorn")
     parser.add_argument("--arms", default=",".join(ARMS),
                         help=f"set-ups to run, 'none' first (also: {', '.join(EXTRA_ARMS)})")
+    parser.add_argument("--sidecar-idle-priority", default="auto",
+                        choices=("auto", "true", "false"),
+                        help="the sidecar's --idle-priority (default: its own, on here)")
     parser.add_argument("--no-write", action="store_true")
     parser.add_argument("--sink", type=int, default=None, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.sink is not None:
         serve_sink(args.sink)
         return 0
+    SIDECAR_IDLE_PRIORITY[0] = args.sidecar_idle_priority
     arms = tuple(args.arms.split(","))
     if arms[0] != "none" or not set(arms) <= {*ARMS, *EXTRA_ARMS}:
         parser.error(f"--arms: 'none' first, then some of {ARMS[1:] + EXTRA_ARMS}")
