@@ -143,3 +143,12 @@ def test_a_burst_the_judge_cannot_keep_up_with_is_bounded_and_counted(
     counted = sum(float(v) for v in re.findall(
         r'^ragas_scorer_dropped_total\{[^}]*reason="hold_full"[^}]*\}\s+(\S+)', metrics, re.M))
     assert counted == len(dropped)
+
+
+def test_a_serve_that_refuses_to_start_leaves_the_priority_as_it_was() -> None:
+    from ragas_trace.cli.main import main
+
+    before = os.sched_getscheduler(0), os.getpriority(os.PRIO_PROCESS, 0)
+    # Loopback (idle priority by default) but no next hop: refused, exit status 2.
+    assert main(["serve", "--otlp-grpc", "127.0.0.1:0", "--otlp-http", "off"]) == 2
+    assert (os.sched_getscheduler(0), os.getpriority(os.PRIO_PROCESS, 0)) == before

@@ -58,12 +58,6 @@ def run(args: argparse.Namespace) -> int:
     except (ValueError, OSError) as exc:
         print(f"ragas-trace serve: {exc}", file=sys.stderr)
         return 2
-    # Before any thread starts (gRPC's, the judge's, the forwarder's): they inherit it.
-    priority = "normal"
-    if settings.runs_at_idle_priority:
-        from ragas_trace.cpu_priority import lower_to_idle
-
-        priority = lower_to_idle()
     # The receivers and the next hop are OTLP; the judge is known once settings are read.
     if not extras.require("serve", ("otlp", *extras.judge_extras(settings.judge))):
         return extras.EXIT_MISSING_EXTRA
@@ -78,6 +72,14 @@ def run(args: argparse.Namespace) -> int:
     except (ValueError, OSError, ImportError, RuntimeError) as exc:
         print(f"ragas-trace serve: {exc}", file=sys.stderr)
         return 2
+    # Once the gateway is built (a refusal to start changes nothing) and before it
+    # starts serving: every thread there is now is lowered, and the judge's, the
+    # receivers' and the forwarder's threads, started later, inherit it.
+    priority = "normal"
+    if settings.runs_at_idle_priority:
+        from ragas_trace.cpu_priority import lower_to_idle
+
+        priority = lower_to_idle()
     configure_logging(settings.log_format,
                       "debug" if getattr(args, "verbose", False) else settings.log_level)
     stop = threading.Event()
