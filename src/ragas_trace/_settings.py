@@ -82,6 +82,16 @@ def boolean(value: object) -> bool:
     raise ValueError(f"expected true or false, got {value!r}")
 
 
+def auto_boolean(value: object) -> bool | None:
+    """``auto`` (``None``: the code decides) or a boolean."""
+    if isinstance(value, str) and value.strip().lower() == "auto":
+        return None
+    try:
+        return boolean(value)
+    except ValueError:
+        raise ValueError(f"expected auto, true or false, got {value!r}") from None
+
+
 def number(low: float = float("-inf"), high: float = float("inf"),
            *, above: bool = False) -> Parse:
     """A float in [low, high] (or (low, high] with ``above``)."""

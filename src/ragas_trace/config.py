@@ -16,6 +16,7 @@ from typing import Any
 
 from ragas_trace._settings import (
     Setting,
+    auto_boolean,
     boolean,
     check_fields,
     choice,
@@ -32,21 +33,11 @@ from ragas_trace.judges.base import judge_thresholds
 from ragas_trace.scorer.pricing import Price, parse_prices
 
 
-def _auto_boolean(value: object) -> bool | None:
-    """``auto`` (``None``: the code decides) or a boolean."""
-    if isinstance(value, str) and value.strip().lower() == "auto":
-        return None
-    try:
-        return boolean(value)
-    except ValueError:
-        raise ValueError(f"expected auto, true or false, got {value!r}") from None
-
-
 def _judge(value: object) -> str:
     lowered = text(value).lower()
     name, _, model = lowered.partition(":")
-    if name not in ("local", "openai") or (name == "local" and model):
-        raise ValueError(f"expected local, openai or openai:MODEL, got {value!r}")
+    if name not in ("local", "openai", "off") or (name in ("local", "off") and model):
+        raise ValueError(f"expected local, openai, openai:MODEL or off, got {value!r}")
     return lowered
 
 
@@ -59,7 +50,9 @@ SETTINGS: tuple[Setting, ...] = (
             "`OTEL_EXPORTER_OTLP_ENDPOINT` (or `..._TRACES_ENDPOINT`) is set, else none"),
     Setting("judge", "RAGAS_TRACE_JUDGE", "local", _judge,
             "`local` (offline), `openai` or `openai:MODEL` (any OpenAI-compatible endpoint); "
-            "the keyword also takes a judge object"),
+            "the keyword also takes a judge object; `off`: this process scores nothing and "
+            "exports its spans unchanged, for a `ragas-trace serve` sidecar to score "
+            "(pre-fork servers: one judge per host, at idle CPU priority)"),
     Setting("judge_model", "RAGAS_TRACE_JUDGE_MODEL", None, optional(text),
             "chat model of the `openai` judge (its own default when unset)"),
     Setting("embedding_model", "RAGAS_TRACE_EMBEDDING_MODEL", None, optional(text),
@@ -116,14 +109,14 @@ SETTINGS: tuple[Setting, ...] = (
             "through the `redact` function (keyword only)"),
     Setting("max_content_chars", "RAGAS_TRACE_MAX_CONTENT_CHARS", 0, integer(0),
             "truncate each exported content attribute to this many characters (0 = no limit)"),
-    Setting("evaluation_spans", "RAGAS_TRACE_EVALUATION_SPANS", None, _auto_boolean,
+    Setting("evaluation_spans", "RAGAS_TRACE_EVALUATION_SPANS", None, auto_boolean,
             "emit an EVALUATOR span (a trace of its own) linked to each scored span: "
             "`auto` (default) = on, except with Phoenix annotations and no "
             "`evaluation_project` (they would fill the app's trace list); `true`, `false`"),
     Setting("evaluation_project", "RAGAS_TRACE_EVALUATION_PROJECT", None, optional(text),
             "Phoenix project (`openinference.project.name`) for the evaluation spans "
             "ragas-trace exports, apart from the app's; with `auto` it turns them on"),
-    Setting("evaluation_logs", "RAGAS_TRACE_EVALUATION_LOGS", None, _auto_boolean,
+    Setting("evaluation_logs", "RAGAS_TRACE_EVALUATION_LOGS", None, auto_boolean,
             "emit one `gen_ai.evaluation.result` log record per evaluated metric "
             "(OpenTelemetry Logs API, in the evaluated span's context): `auto` (default) "
             "= on where a logs exporter is configured (a `logger_provider`, a global SDK "

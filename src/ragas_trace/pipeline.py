@@ -52,6 +52,10 @@ def make_judge(settings: Settings, judge: Judge | str | None = None) -> Judge:
             raise ValueError(f"judge must be 'local', 'openai' or a Judge, got {judge!r}")
         return judge
     spec = (judge or settings.judge).strip().lower()
+    if spec == "off":
+        raise ValueError("judge 'off' scores nothing here: setup(judge='off') exports the "
+                         "spans for a ragas-trace serve sidecar to score; choose local or "
+                         "openai where scores are computed")
     if spec == "openai" and (settings.judge_model or settings.embedding_model):
         from ragas_trace.judges.openai_judge import OpenAIJudge
 

@@ -35,7 +35,7 @@ from opentelemetry.sdk._logs import LoggerProvider as SdkLoggerProvider
 from opentelemetry.sdk.metrics import MeterProvider as SdkMeterProvider
 from opentelemetry.sdk.resources import SERVICE_NAME, Resource
 from opentelemetry.sdk.trace import SpanProcessor, TracerProvider
-from opentelemetry.sdk.trace.export import SpanExporter
+from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter
 from opentelemetry.util.re import parse_env_headers
 
 from ragas_trace import _app_names, exit_flush, providers
@@ -61,15 +61,20 @@ logger = logging.getLogger("ragas_trace")
 
 class RagasTrace:
     """What ``setup()`` built. At interpreter exit and on SIGTERM (see
-    ``ragas_trace.exit_flush``) ``flush_for_exit()`` runs unless ``shutdown()`` ran first."""
+    ``ragas_trace.exit_flush``) ``flush_for_exit()`` runs unless ``shutdown()`` ran first.
+    ``pipeline`` is None with ``judge="off"``: the spans are exported as they are, for
+    a scorer in another process (``ragas-trace serve``) to score."""
 
-    def __init__(self, pipeline: ScoringPipeline, tracer_provider: TracerProvider,
+    def __init__(self, pipeline: ScoringPipeline | None, tracer_provider: TracerProvider,
                  meter_provider: MeterProvider, *, owns_tracer_provider: bool,
                  owns_meter_provider: bool,
                  prometheus: providers.PrometheusEndpoint | None,
                  logger_provider: LoggerProvider | None = None,
-                 owns_logger_provider: bool = False) -> None:
+                 owns_logger_provider: bool = False,
+                 settings: Settings | None = None) -> None:
         self.pipeline = pipeline
+        self._settings = settings if settings is not None or pipeline is None \
+            else pipeline.settings
         self.logger_provider = logger_provider
         self._owns_logger_provider = owns_logger_provider
         self.tracer_provider = tracer_provider
@@ -81,11 +86,15 @@ class RagasTrace:
 
     @property
     def processor(self) -> ScoringSpanProcessor:
+        if self.pipeline is None:
+            raise RuntimeError("ragas-trace: judge='off', this process does not score")
         return self.pipeline.processor
 
     @property
     def settings(self) -> Settings:
-        return self.pipeline.settings
+        if self._settings is None:
+            raise RuntimeError("ragas-trace: built without settings")
+        return self._settings
 
     @property
     def metrics_port(self) -> int | None:
@@ -132,7 +141,8 @@ class RagasTrace:
         ``timeout_s``. ``False`` if something was not done in time or not delivered;
         never raises."""
         deadline = time.monotonic() + max(0.0, timeout_s)
-        ok = self.pipeline.processor.force_flush(int(timeout_s * 1000))
+        pipeline = self.pipeline
+        ok = pipeline.processor.force_flush(int(timeout_s * 1000)) if pipeline else True
         # The provider's other processors too (on a joined provider they carry our
         # evaluation spans); the SDK's BatchSpanProcessor ignores this timeout.
         left = remaining(deadline)
@@ -159,7 +169,8 @@ class RagasTrace:
         self._shut_down = True
         exit_flush.forget(self)
         deadline = time.monotonic() + max(0.0, timeout_s)
-        ok = self.pipeline.processor.shutdown(timeout_s)
+        pipeline = self.pipeline
+        ok = pipeline.processor.shutdown(timeout_s) if pipeline else True
         provider = self.tracer_provider
         left = remaining(deadline)
         if self._owns_tracer_provider:
@@ -201,6 +212,8 @@ class RagasTrace:
 
     def stop_scoring(self) -> bool:
         """The first half of ``flush_for_exit``: give the judge ``exit_grace_s``, then stop it."""
+        if self.pipeline is None:
+            return True
         return self.pipeline.processor.stop_scoring(self.settings.exit_grace_s)
 
 
@@ -223,7 +236,9 @@ def setup(
     ``ragas_trace.config.SETTINGS`` or docs/reference/settings.md); a keyword wins over it.
 
     ``exporter``: a ``SpanExporter`` / ``SpanProcessor``, or ``auto`` | ``otlp`` |
-    ``console`` | ``none``. ``judge``: ``local`` | ``openai`` | a judge object.
+    ``console`` | ``none``. ``judge``: ``local`` | ``openai`` | a judge object, or
+    ``off``: nothing is scored here, the spans are exported unchanged (OTLP to a
+    ``ragas-trace serve`` sidecar that scores them), no judge is loaded.
     ``logger_provider``: where the ``gen_ai.evaluation.result`` log records go.
     ``redact``: a ``str -> str`` function applied to exported content.
     ``always_score``: a predicate on the finished RAG span that forces scoring.
@@ -242,6 +257,8 @@ def setup(
         sample_rate=sample_rate, hold_timeout_s=hold_timeout_s, metrics_port=metrics_port,
         **settings)
     judge_object = None if isinstance(judge, str) else judge
+    if resolved.judge == "off" and judge_object is None:
+        return _export_only(resolved, exporter_object, tracer_provider)
 
     joined = tracer_provider or providers.existing_tracer_provider()
     provider = joined or TracerProvider(resource=service_resource(resolved.service_name,
@@ -291,6 +308,33 @@ def setup(
     rt.prime_app(None)
     _app_names.listen(rt._handler_made)
     exit_flush.watch(rt, handle_sigterm=resolved.handle_sigterm)
+    _live.add(rt)
+    return rt
+
+
+def _export_only(resolved: Settings, exporter: SpanExporter | SpanProcessor | None,
+                 tracer_provider: TracerProvider | None) -> RagasTrace:
+    """``judge="off"``: the provider exports every span as it is (no hold, no judge,
+    no scorer thread, no metrics: the scoring process has them)."""
+    joined = tracer_provider or providers.existing_tracer_provider()
+    provider = joined or TracerProvider(resource=service_resource(resolved.service_name,
+                                                           resolved.project_from_service))
+    downstream = choose_downstream(resolved, exporter, joined=joined is not None)
+    if isinstance(downstream, SpanExporter):
+        downstream = BatchSpanProcessor(downstream)
+    if downstream is not None:
+        provider.add_span_processor(downstream)
+    elif joined is None:
+        logger.warning("ragas-trace: judge='off' and no span exporter configured: spans go "
+                       "nowhere (set OTEL_EXPORTER_OTLP_ENDPOINT to the scoring sidecar)")
+    if resolved.metrics_port is not None:
+        logger.warning("ragas-trace: judge='off': no metrics are served here (metrics_port "
+                       "%s ignored); the scoring sidecar serves them", resolved.metrics_port)
+    if joined is None:
+        trace_api.set_tracer_provider(provider)
+    rt = RagasTrace(None, provider, NoOpMeterProvider(), owns_tracer_provider=joined is None,
+                    owns_meter_provider=False, prometheus=None, settings=resolved)
+    exit_flush.watch(rt, handle_sigterm=resolved.handle_sigterm)  # the spans still queued
     _live.add(rt)
     return rt
 

@@ -12,7 +12,7 @@ import sys
 import threading
 from typing import Any
 
-from ragas_trace._settings import boolean
+from ragas_trace._settings import auto_boolean, boolean
 from ragas_trace.cli import extras
 from ragas_trace.gateway.settings import OPTIONS
 
@@ -41,7 +41,7 @@ def register(subparsers: Any) -> None:
         default = "unset" if option.default is None else option.default
         # A yes/no option given alone means yes (``--allow-unauthenticated``).
         extra: dict[str, Any] = {"nargs": "?", "const": "true"} \
-            if option.parse is boolean else {}
+            if option.parse in (boolean, auto_boolean) else {}
         parser.add_argument(option.flag, dest=option.name, metavar=option.metavar,
                             default=None, **extra,
                             help=f"{option.help} [env {option.env}; default {default}]")
@@ -72,6 +72,14 @@ def run(args: argparse.Namespace) -> int:
     except (ValueError, OSError, ImportError, RuntimeError) as exc:
         print(f"ragas-trace serve: {exc}", file=sys.stderr)
         return 2
+    # Once the gateway is built (a refusal to start changes nothing) and before it
+    # starts serving: every thread there is now is lowered, and the judge's, the
+    # receivers' and the forwarder's threads, started later, inherit it.
+    priority = "normal"
+    if settings.runs_at_idle_priority:
+        from ragas_trace.cpu_priority import lower_to_idle
+
+        priority = lower_to_idle()
     configure_logging(settings.log_format,
                       "debug" if getattr(args, "verbose", False) else settings.log_level)
     stop = threading.Event()
@@ -88,6 +96,7 @@ def run(args: argparse.Namespace) -> int:
         "otlp_grpc": gateway.grpc.endpoint if gateway.grpc else None,
         "otlp_http": gateway.http.endpoint if gateway.http else None,
         "metrics_port": gateway.metrics.port if gateway.metrics else None,
+        "cpu_priority": priority,
     }), flush=True)
     while not stop.wait(1.0):
         pass

@@ -17,6 +17,7 @@ from typing import Any
 
 from ragas_trace._settings import (
     Setting,
+    auto_boolean,
     boolean,
     check_fields,
     choice,
@@ -27,6 +28,7 @@ from ragas_trace._settings import (
     text,
 )
 from ragas_trace.exporters.annotations import annotation_names
+from ragas_trace.gateway.security import is_loopback
 
 
 def _address(value: object) -> str | None:
@@ -144,6 +146,11 @@ OPTIONS: tuple[Setting, ...] = (
            "NAME,..."),
     Setting("judge", "RAGAS_TRACE_JUDGE", "local", choice("local", "openai", "off"),
            "judge of the scorer; 'off' forwards without scoring", "local|openai|off"),
+    Setting("idle_priority", "RAGAS_GATEWAY_IDLE_PRIORITY", None, auto_boolean,
+           "run at idle CPU priority (Linux SCHED_IDLE, else nice 19), so that on a host "
+           "shared with the app the judge takes only the CPU the app leaves; unset or "
+           "'auto': on when every receiver listens on loopback only (a per-host sidecar)",
+           "auto|BOOL"),
     Setting("sample_rate", "RAGAS_TRACE_SAMPLE_RATE", None, optional(number(0.0, 1.0)),
            "fraction of RAG traces scored, by trace id (library default 1.0)", "R"),
     Setting("annotations", "RAGAS_TRACE_ANNOTATIONS", None, optional(annotation_names),
@@ -198,6 +205,7 @@ class GatewaySettings:
     max_trace_bytes: int
     app_names: tuple[str, ...] | None
     judge: str
+    idle_priority: bool | None
     sample_rate: float | None
     annotations: tuple[str, ...] | None
     metrics_port: int | None
@@ -223,6 +231,15 @@ class GatewaySettings:
             values[option.name] = resolve(option, flags.get(option.name), environ,
                                           from_file.get(option.name), label=option.flag)
         return cls(**values)
+
+    @property
+    def runs_at_idle_priority(self) -> bool:
+        """``idle_priority``, with ``auto`` resolved: a gateway that only its own host can
+        reach is a sidecar sharing the host's CPU with the app."""
+        if self.idle_priority is not None:
+            return self.idle_priority
+        return all(is_loopback(address.rpartition(":")[0])
+                   for address in (self.otlp_grpc, self.otlp_http) if address)
 
     def token(self, env: Mapping[str, str] | None = None) -> str | None:
         """The bearer token: from ``token_file``, else ``RAGAS_GATEWAY_TOKEN``."""
