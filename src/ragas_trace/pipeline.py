@@ -20,6 +20,7 @@ from ragas_trace.exporters.content_policy import ContentPolicy, Redactor
 from ragas_trace.exporters.evaluation_logs import EvaluationLogs
 from ragas_trace.exporters.metrics import ScorerMetrics
 from ragas_trace.exporters.processor import ScoringSpanProcessor
+from ragas_trace.exporters.spool import Spool
 from ragas_trace.judges import resolve_judge
 from ragas_trace.judges.base import Judge
 from ragas_trace.scorer.background import BackgroundScorer
@@ -146,6 +147,10 @@ def build_pipeline(
                             max_apps=settings.max_app_labels)
     thresholds = settings.thresholds_for(resolved)
     annotations = annotation_sinks(settings, metrics, policy, thresholds)
+    spool_path = settings.spool_path
+    spool = Spool(spool_path, max_bytes=int(settings.spool_max_mb * 1024 * 1024),
+                  max_entries=settings.spool_max_entries,
+                  on_event=metrics.spool) if spool_path is not None else None
     processor = ScoringSpanProcessor(
         downstream,
         scorer,
@@ -164,5 +169,6 @@ def build_pipeline(
         pricing=pricing,
         evaluation_logs=(EvaluationLogs(logger_provider, policy, thresholds)
                          if logger_provider is not None else None),
+        spool=spool,
     )
     return ScoringPipeline(processor, scorer, sampler, metrics, settings, annotations)

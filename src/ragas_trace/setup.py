@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import logging
 import os
+import threading
 import time
 import weakref
 from collections.abc import Mapping
@@ -38,13 +39,17 @@ from opentelemetry.sdk.trace import SpanProcessor, TracerProvider
 from opentelemetry.sdk.trace.export import SpanExporter
 from opentelemetry.util.re import parse_env_headers
 
-from ragas_trace import exit_flush, providers
+from ragas_trace import _thread_signals, exit_flush, providers
 from ragas_trace import semconv as sc
 from ragas_trace._deadline import call_within, remaining
+from ragas_trace._internal_errors import record_internal_error
 from ragas_trace.config import Settings
+from ragas_trace.exporters import multiprocess_metrics
 from ragas_trace.exporters.annotations.langfuse import is_langfuse_otlp, otlp_headers
 from ragas_trace.exporters.annotations.phoenix import base_url as phoenix_base_url
 from ragas_trace.exporters.content_policy import Redactor
+from ragas_trace.exporters.lost_requests import count_lost_of_dead_processes
+from ragas_trace.exporters.multiprocess_metrics import MultiprocessMeterProvider
 from ragas_trace.judges.base import Judge
 from ragas_trace.metrics_port import open_metrics_port
 from ragas_trace.pipeline import ScoringPipeline, build_pipeline
@@ -76,6 +81,7 @@ class RagasTrace:
         self._owns_meter_provider = owns_meter_provider
         self._prometheus = prometheus
         self._shut_down = False
+        self._exit_by: float | None = None  # the exit path's one deadline, once begun
 
     @property
     def processor(self) -> ScoringSpanProcessor:
@@ -172,15 +178,28 @@ class RagasTrace:
                            "logger provider flush")
 
     def flush_for_exit(self) -> bool:
-        """What the interpreter exit and SIGTERM paths do: the judge gets
-        ``exit_grace_s`` for the held spans (the rest leave as ``dropped`` /
-        ``shutdown``), then a shutdown with ``EXIT_EXPORT_S`` for the export."""
+        """What the interpreter exit and SIGTERM paths do, within one deadline
+        (``exit_grace_s`` from the first call): the judge gets up to
+        ``exit_flush.JUDGE_SHARE`` of it for the held spans, then a shutdown the rest
+        (what it cannot deliver goes to the spool, else leaves as ``dropped`` /
+        ``shutdown``)."""
         self.stop_scoring()
-        return self.shutdown(exit_flush.EXIT_EXPORT_S)
+        return self.export_at_exit()
 
     def stop_scoring(self) -> bool:
-        """The first half of ``flush_for_exit``: give the judge ``exit_grace_s``, then stop it."""
-        return self.pipeline.processor.stop_scoring(self.settings.exit_grace_s)
+        """The first half of ``flush_for_exit``: give the judge its share, then stop it."""
+        judge_until = self._exit_deadline() - (
+            (1.0 - exit_flush.JUDGE_SHARE) * self.settings.exit_grace_s)
+        return self.pipeline.processor.stop_scoring(remaining(judge_until))
+
+    def export_at_exit(self) -> bool:
+        """The second half of ``flush_for_exit``: a shutdown until the exit deadline."""
+        return self.shutdown(remaining(self._exit_deadline()))
+
+    def _exit_deadline(self) -> float:
+        if self._exit_by is None:
+            self._exit_by = time.monotonic() + self.settings.exit_grace_s
+        return self._exit_by
 
 
 def setup(
@@ -269,7 +288,30 @@ def setup(
                     owns_logger_provider=owns_logger_provider)
     exit_flush.watch(rt, handle_sigterm=resolved.handle_sigterm)
     _live.add(rt)
+    recover_in_background(pipeline.processor,
+                          multiprocess_metrics.multiproc_dir()
+                          if isinstance(meter_provider, MultiprocessMeterProvider) else None)
     return rt
+
+
+def recover_in_background(processor: ScoringSpanProcessor, multiproc_dir: str | None) -> None:
+    """Off the app's start-up path: count as lost what ended processes left unsettled
+    in ``multiproc_dir`` (``exporters.lost_requests``), then take over what they left
+    in the spool (``exporters.spool``)."""
+    if multiproc_dir is None and processor.spool is None:
+        return
+
+    def recover() -> None:
+        try:
+            if multiproc_dir is not None:
+                count_lost_of_dead_processes(multiproc_dir)
+            if processor.spool is not None:
+                processor.replay(processor.spool.claim())
+        except Exception as exc:
+            record_internal_error("setup.recover", exc)
+
+    _thread_signals.start(threading.Thread(target=recover, name="ragas-trace-recover",
+                                           daemon=True))
 
 
 def choose_downstream(settings: Settings, exporter: SpanExporter | SpanProcessor | None,

@@ -43,6 +43,7 @@ from opentelemetry.util.types import Attributes
 
 from ragas_trace import _thread_signals
 from ragas_trace._internal_errors import record_internal_error
+from ragas_trace.exporters.lost_requests import count_lost_of_dead_processes
 
 MULTIPROC_DIR_ENV = "PROMETHEUS_MULTIPROC_DIR"
 # Only the gauges of living processes count: a dead worker held nothing.
@@ -258,17 +259,22 @@ def _alive(pid: int) -> bool:
 
 
 class MultiprocessCollector:
-    """prometheus_client's ``MultiProcessCollector`` after ``forget_dead_processes``."""
+    """prometheus_client's ``MultiProcessCollector`` after ``forget_dead_processes``
+    and ``count_lost_of_dead_processes``."""
 
     def __init__(self, path: str) -> None:
         from prometheus_client.multiprocess import MultiProcessCollector
 
         self._path = path
         self._merged = MultiProcessCollector(None, path)  # type: ignore[no-untyped-call]
+        self._balanced: dict[str, tuple[int, int]] = {}
 
     def collect(self) -> Iterable[Any]:
         try:
             forget_dead_processes(self._path)
         except OSError:
             pass  # a file another scrape removed first
+        # A worker killed since the last scrape: its unsettled requests count as lost
+        # in this scrape already, not only when a replacement starts.
+        count_lost_of_dead_processes(self._path, seen=self._balanced)
         return self._merged.collect()  # type: ignore[no-untyped-call,no-any-return]

@@ -11,7 +11,9 @@ queue full, judge failed or too slow, shutdown) is exported unscored with
 
 from __future__ import annotations
 
+import dataclasses
 import functools
+import logging
 import os
 import threading
 import time
@@ -32,6 +34,7 @@ from ragas_trace import semconv as sc
 from ragas_trace._deadline import call_within, remaining
 from ragas_trace._internal_errors import record_internal_error
 from ragas_trace.exporters.annotations import AnnotationSinks
+from ragas_trace.exporters.annotations.scores import ScoreAnnotation
 from ragas_trace.exporters.annotations.sinks import Prepared
 from ragas_trace.exporters.app_label import AppLabel
 from ragas_trace.exporters.content_policy import ContentPolicy
@@ -45,6 +48,8 @@ from ragas_trace.exporters.export_queue import ExportQueue
 from ragas_trace.exporters.metrics import ScorerMetrics
 from ragas_trace.exporters.score_attributes import score_attributes
 from ragas_trace.exporters.span_copy import copy_span
+from ragas_trace.exporters.span_json import span_from_json, span_to_json
+from ragas_trace.exporters.spool import Entry, Spool
 from ragas_trace.exporters.trace_buffer import Ended, TraceBuffer
 from ragas_trace.extract import extract_record, question_of, span_kind
 from ragas_trace.judges.base import judge_thresholds
@@ -55,17 +60,21 @@ from ragas_trace.scorer.outcome import EvaluationStatus, Outcome
 from ragas_trace.scorer.pricing import JudgePricing
 from ragas_trace.scorer.sampler import TOKEN_BUDGET, USD_BUDGET, Sampler
 
+logger = logging.getLogger("ragas_trace")
+
 _ROOT_KINDS = frozenset({"CHAIN", "AGENT"})
 _SUPPRESS = otel_context._SUPPRESS_INSTRUMENTATION_KEY
 _PARTIAL_STREAMS = frozenset({sc.STREAM_ABANDONED, sc.STREAM_ERROR})
 _BUDGETS = frozenset({TOKEN_BUDGET, USD_BUDGET})
 EXPORT_RESERVE_S = 1.0
+SPOOL_RESERVE_S = 0.5  # of a shutdown with a spool: the last part, for writing it
 
 
 @dataclass
 class _Held:
     span: ReadableSpan
     deadline: float
+    descendants: Sequence[ReadableSpan] = ()
 
 
 class ScoringSpanProcessor(SpanProcessor):
@@ -79,7 +88,9 @@ class ScoringSpanProcessor(SpanProcessor):
     gives a root's ``app`` metric label (default: its ``ragas.app.name``, else
     ``unknown``; see ``exporters.app_label``). ``pricing`` prices the judge's tokens
     (the cost counter and the USD budget); ``evaluation_logs`` emits the
-    ``gen_ai.evaluation.result`` log records.
+    ``gen_ai.evaluation.result`` log records. ``spool``: where ``shutdown`` keeps what
+    it could not deliver by its deadline (spans not scored yet, spans not exported yet
+    and annotations not sent yet), for a later process's ``replay``.
     """
 
     def __init__(
@@ -101,6 +112,7 @@ class ScoringSpanProcessor(SpanProcessor):
         app_label: Callable[[ReadableSpan], str] | None = None,
         pricing: JudgePricing | None = None,
         evaluation_logs: EvaluationLogs | None = None,
+        spool: Spool | None = None,
     ) -> None:
         if hold_timeout_s <= 0:
             raise ValueError(f"hold_timeout_s must be > 0, got {hold_timeout_s!r}")
@@ -116,11 +128,17 @@ class ScoringSpanProcessor(SpanProcessor):
         self.annotations = annotations
         self.pricing = pricing
         self.evaluation_logs = evaluation_logs
+        self.spool = spool
+        # Spans shutdown spooled or released itself: their scorer callback, if it
+        # still comes, changes nothing (no second export, no second count).
+        self._handed_over: set[tuple[int, int]] = set()
+        self._warned_corrupt = False
         # Annotations of a root copy we export wait for its export (see _settled).
         self._awaiting: dict[tuple[int, int], Prepared] = {}
         if isinstance(downstream, SpanExporter):
             downstream = ExportQueue(downstream, on_lost=self.metrics.export_lost,
-                                     on_settled=self._settled if annotations else None)
+                                     on_settled=self._settled if annotations else None,
+                                     spill=self._spill_exports if spool else None)
         self._downstream = downstream
         self.metrics.observe(held=lambda: self.held_count, queued=lambda: scorer.queued)
         self._evaluation_spans = evaluation_spans
@@ -212,19 +230,131 @@ class ScoringSpanProcessor(SpanProcessor):
             self._wake.notify_all()
         drained = self.scorer.shutdown(remaining(_judge_deadline(deadline)))
         with self._lock:
-            leftovers = list(self._held.values())
+            leftovers = list(self._held.items())
             self._held.clear()
-        for held in leftovers:
+            self._handed_over.update(key for key, _ in leftovers)
+        spooled = self._spool_held([held for _, held in leftovers])
+        for held in [held for _, held in leftovers][spooled:]:
+            self._count_dropped(held.span, "shutdown")
             self._release(held.span, EvaluationStatus.DROPPED, "shutdown")
+        # With a spool, its write keeps the last part (what is left then goes there).
+        end = deadline - (min(SPOOL_RESERVE_S, remaining(deadline) / 4) if self.spool else 0)
         if self.annotations is None:
-            delivered, annotated = self._shutdown_downstream(deadline), True
+            delivered, annotated = self._shutdown_downstream(end), True
         else:  # annotations leave after their spans' export: theirs is the last part
-            delivered = self._shutdown_downstream(_judge_deadline(deadline))
-            annotated = self.annotations.shutdown(remaining(deadline))
+            delivered = self._shutdown_downstream(_judge_deadline(end))
+            annotated = self.annotations.shutdown(
+                remaining(end), spill=self._spill_annotations if self.spool else None)
         self._reaper.join(min(0.1, remaining(deadline)))
-        return drained and delivered and annotated
+        return drained and delivered and annotated and not leftovers
+
+    def replay(self, entries: Sequence[Entry]) -> int:
+        """What an earlier process spooled (``Spool.claim``): roots not scored yet are
+        held and scored here (counted as claimed, not as new requests), spans not
+        exported yet are exported, annotations are sent (after their span). How many
+        entries were taken; a malformed one is counted as corrupt. Never raises."""
+        taken = 0
+        for entry in entries:
+            try:
+                self._replay_one(entry)
+                taken += 1
+            except (KeyError, TypeError, ValueError, IndexError, AttributeError) as exc:
+                kind = entry.get("kind") if isinstance(entry, Mapping) else None
+                self.metrics.spool(str(kind or "held"), "corrupt")
+                if not self._warned_corrupt:
+                    self._warned_corrupt = True
+                    logger.warning("ragas-trace: a spool entry could not be read (%s: %s); "
+                                   "skipped (counted in ragas_spool_total, logged once)",
+                                   type(exc).__name__, exc)
+        return taken
 
     # -- internals -------------------------------------------------------------------
+
+    def _replay_one(self, entry: Entry) -> None:
+        kind = entry["kind"]
+        if kind == "held":
+            spans = [span_from_json(s) for s in entry["spans"]]
+            root = spans[0]
+            self.metrics.spool_request("claimed", self._app_label(root), self.scorer.judge_name)
+            self._hold(root, spans[1:])
+        elif kind == "span":
+            span = span_from_json(entry["span"])
+            prepared = self._prepared_from(entry.get("annotations", []))
+            if prepared is not None and isinstance(self._downstream, ExportQueue):
+                with self._lock:
+                    self._awaiting[self._key(span)] = prepared
+                prepared = None
+            self._send(span)
+            if prepared is not None:
+                self._deliver_annotations(prepared)
+        elif kind == "annotation":
+            prepared = self._prepared_from([entry["annotation"]])
+            if prepared is not None:
+                self._deliver_annotations(prepared)
+
+    def _prepared_from(self, items: Sequence[Mapping[str, object]]) -> Prepared | None:
+        """Spooled annotations (each with its ``sink``) in the sinks' order; those for a
+        sink this process does not have are counted lost."""
+        if not items:
+            return None
+        annotations = [(str(item["sink"]), ScoreAnnotation(**{  # type: ignore[arg-type]
+            k: v for k, v in item.items() if k != "sink"})) for item in items]
+        names = self.annotations.names if self.annotations is not None else []
+        prepared: Prepared = [[a for sink, a in annotations if sink == name] for name in names]
+        for sink in {sink for sink, _ in annotations if sink not in names}:
+            self.metrics.annotations(sink, "lost",
+                                     sum(1 for s, _ in annotations if s == sink))
+        return prepared if any(prepared) else None
+
+    def _spool_held(self, leftovers: list[_Held]) -> int:
+        """Shutdown: the held roots (with their descendants) into the spool, in order;
+        how many it took."""
+        if self.spool is None or not leftovers:
+            return 0
+        entries: list[Entry] = []
+        for held in leftovers:
+            try:
+                entries.append({"kind": "held", "spans": [
+                    span_to_json(s) for s in (held.span, *held.descendants)]})
+            except (ValueError, TypeError) as exc:
+                record_internal_error("processor.spool", exc)
+                break
+        written = self.spool.write(entries)
+        judge = self.scorer.judge_name
+        for held in leftovers[:written]:
+            self.metrics.spool_request("written", self._app_label(held.span), judge)
+        return written
+
+    def _spill_exports(self, spans: Sequence[ReadableSpan]) -> int:
+        """The export queue's shutdown: spans still queued at its deadline, with the
+        annotations waiting for them, into the spool; how many it took (a prefix)."""
+        if self.spool is None:
+            return 0
+        names = self.annotations.names if self.annotations is not None else []
+        entries: list[Entry] = []
+        waiting: list[Prepared | None] = []
+        with self._lock:
+            for span in spans:
+                waiting.append(self._awaiting.pop(self._key(span), None))
+        for span, prepared in zip(spans, waiting, strict=True):
+            try:
+                entries.append({"kind": "span", "span": span_to_json(span),
+                                "annotations": _annotations_json(names, prepared)})
+            except (ValueError, TypeError) as exc:
+                record_internal_error("processor.spool", exc)
+                break
+        written = self.spool.write(entries)
+        with self._lock:  # the rest are lost with their spans (``_settled``)
+            for span, prepared in zip(spans[written:], waiting[written:], strict=False):
+                if prepared is not None:
+                    self._awaiting[self._key(span)] = prepared
+        return written
+
+    def _spill_annotations(self, sink: str, items: Sequence[ScoreAnnotation]) -> int:
+        if self.spool is None:
+            return 0
+        return self.spool.write([{"kind": "annotation", "annotation": {
+            "sink": sink, **dataclasses.asdict(a)}} for a in items])
 
     def _started(self, span: ReadableSpan, track: bool) -> None:
         root_kind = span_kind(span) in _ROOT_KINDS
@@ -239,6 +369,7 @@ class ScoringSpanProcessor(SpanProcessor):
         if ended is Ended.OTHER:
             self._forward(span)
             return
+        self.metrics.request(self._app_label(span), self.scorer.judge_name)
         if ended is Ended.ROOT_WITHOUT_QUESTION:
             self._unscorable(span, str(MetricStatus.NO_QUESTION))
             return
@@ -264,12 +395,17 @@ class ScoringSpanProcessor(SpanProcessor):
                                     self.scorer.judge_name)
             self._release(span, EvaluationStatus.NOT_SAMPLED, decision.reason)
             return
+        self._hold(span, descendants)
+
+    def _hold(self, span: ReadableSpan, descendants: Sequence[ReadableSpan]) -> None:
+        """Hold a sampled root and hand it to the scorer."""
         key = self._key(span)
         with self._lock:
             refused = ("shutdown" if self._closed
                        else "hold_full" if len(self._held) >= self._max_held else None)
             if refused is None:
-                self._held[key] = _Held(span, time.monotonic() + self.hold_timeout_s)
+                self._held[key] = _Held(span, time.monotonic() + self.hold_timeout_s,
+                                        descendants if self.spool is not None else ())
                 if len(self._held) == 1:
                     self._wake.notify()
         if refused is not None:
@@ -280,6 +416,8 @@ class ScoringSpanProcessor(SpanProcessor):
         retrievers = [d for d in descendants if span_kind(d) == "RETRIEVER"] \
             if self.annotations is not None else []
         if not self.scorer.submit(source, functools.partial(self._scored, span, retrievers)):
+            if self.spool is not None and self.scorer.closed:
+                return  # the exit path stopped the judge: shutdown spools it
             with self._lock:
                 still_held = self._held.pop(key, None) is not None
             if still_held:
@@ -288,6 +426,14 @@ class ScoringSpanProcessor(SpanProcessor):
     def _scored(self, span: ReadableSpan, retrievers: list[ReadableSpan],
                 record: RagRecord | None, outcome: Outcome) -> None:
         """Scorer thread: the judge's answer for ``span``."""
+        key = self._key(span)
+        with self._lock:
+            if key in self._handed_over:
+                self._handed_over.discard(key)
+                return  # shutdown spooled or released it already
+            if (self.spool is not None and outcome.status is EvaluationStatus.DROPPED
+                    and outcome.reason == "shutdown" and key in self._held):
+                return  # the judge was stopped: shutdown spools it, unscored and uncounted
         judge = self.scorer.judge_name
         app = self._app_label(span)
         self.metrics.evaluation(outcome, app, judge, self.thresholds)
@@ -367,10 +513,13 @@ class ScoringSpanProcessor(SpanProcessor):
         self._release(span, EvaluationStatus.UNSCORABLE, reason)
 
     def _drop(self, span: ReadableSpan, reason: str) -> None:
+        self._count_dropped(span, reason)
+        self._release(span, EvaluationStatus.DROPPED, reason)
+
+    def _count_dropped(self, span: ReadableSpan, reason: str) -> None:
         self.metrics.dropped(reason)
         self.metrics.not_scored(EvaluationStatus.DROPPED, self._app_label(span),
                                 self.scorer.judge_name)
-        self._release(span, EvaluationStatus.DROPPED, reason)
 
     def _release(self, span: ReadableSpan, status: EvaluationStatus, reason: str) -> None:
         self._export_root(span, score_attributes(Outcome(status, reason=reason),
@@ -478,6 +627,14 @@ class ScoringSpanProcessor(SpanProcessor):
         return (ctx.trace_id, ctx.span_id) if ctx is not None else (0, 0)
 
 
+def _annotations_json(names: Sequence[str], prepared: Prepared | None
+                      ) -> list[dict[str, object]]:
+    if prepared is None:
+        return []
+    return [{"sink": name, **dataclasses.asdict(a)}
+            for name, items in zip(names, prepared, strict=False) for a in items]
+
+
 def _judge_deadline(deadline: float) -> float:
     """Of a flush or shutdown deadline, the part the judge gets: up to the last second
     (at most half of the time left) is kept for exporting what it scored."""
@@ -495,6 +652,7 @@ def _reinit_after_fork() -> None:
         processor._wake = threading.Condition(processor._lock)
         processor._held.clear()
         processor._awaiting.clear()
+        processor._handed_over.clear()
         processor._traces = TraceBuffer(processor._traces.max_traces)
         if not processor._closed:
             processor._start_reaper()

@@ -17,7 +17,7 @@ import os
 import threading
 import time
 from collections import deque
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -160,17 +160,25 @@ class AnnotationQueue:
             return True
         return self.join(deadline)
 
-    def join(self, deadline: float) -> bool:
-        """Wait for the worker until ``deadline``, then drop (and count) what is left."""
+    def join(self, deadline: float,
+             spill: Callable[[str, Sequence[ScoreAnnotation]], int] | None = None) -> bool:
+        """Wait for the worker until ``deadline``, then hand what is left to ``spill``
+        (the spool: it returns how many it kept), else drop (and count) it."""
         if self._started:
             self._worker.join(max(0.0, deadline - time.monotonic()))
         with self._lock:
-            left = len(self._queue)
+            left = list(self._queue)
             self._queue.clear()
             self._changed.notify_all()
-        if left:
-            self._count(LOST, left, "shutdown deadline")
-        return left == 0 and not self._worker.is_alive()
+        kept = 0
+        if left and spill is not None:
+            try:
+                kept = spill(self.backend.name, left)
+            except Exception as exc:  # the spool never raises; a bug of ours must not either
+                logger.warning("ragas-trace: spooling annotations failed: %s", exc)
+        if len(left) > kept:
+            self._count(LOST, len(left) - kept, "shutdown deadline")
+        return not left and not self._worker.is_alive()
 
     # -- worker -----------------------------------------------------------------------
 
@@ -181,8 +189,8 @@ class AnnotationQueue:
             with self._lock:
                 while not self._queue and not self._closed:
                     self._changed.wait()
-                if not self._queue:
-                    return
+                if not self._queue or (self._closed and time.monotonic() >= self._deadline):
+                    return  # past the shutdown deadline, what is queued is join's
                 batch = [self._queue.popleft()
                          for _ in range(min(self._max_batch, len(self._queue)))]
                 self._in_flight = len(batch)
@@ -216,6 +224,12 @@ class AnnotationQueue:
             if not again:
                 return
             if time.monotonic() + backoff >= limit:
+                if limit == self._deadline and self._closed:
+                    # Cut short by the shutdown deadline: back in the queue, for ``join``
+                    # to hand to the spool (or count lost) with the rest.
+                    with self._lock:
+                        self._queue.extendleft(reversed([f.annotation for f in again]))
+                    return
                 self._count(LOST, len(again), f"still failing: {again[0].message}")
                 return
             self._count(RETRIED, len(again))

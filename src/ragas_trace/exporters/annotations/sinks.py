@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 from opentelemetry.sdk.trace import ReadableSpan
 
@@ -24,6 +24,7 @@ logger = logging.getLogger("ragas_trace")
 NAMES = ("phoenix", "langfuse")
 
 Prepared = list[list[ScoreAnnotation]]  # per queue, in the sinks' order
+Spill = Callable[[str, Sequence[ScoreAnnotation]], int]
 
 
 def annotation_names(value: object) -> tuple[str, ...]:
@@ -86,8 +87,10 @@ class AnnotationSinks:
         return all([q.force_flush(max(0.0, deadline - time.monotonic()))
                     for q in self._queues])
 
-    def shutdown(self, timeout_s: float) -> bool:
+    def shutdown(self, timeout_s: float, spill: Spill | None = None) -> bool:
+        """``spill(sink, annotations)``: where what is still queued at the deadline
+        goes (the spool); it returns how many it took, and the rest are lost."""
         # One deadline for all: every queue sends in parallel until it.
         deadline = time.monotonic() + timeout_s
         closing = [q for q in self._queues if q.close(deadline)]
-        return all([q.join(deadline) for q in closing])
+        return all([q.join(deadline, spill) for q in closing])
