@@ -83,7 +83,7 @@ def unsettled(file: str) -> Counter[Labels]:
     from prometheus_client.mmap_dict import MmapedDict
 
     ledger: Counter[Labels] = Counter()
-    for key, value, _ in MmapedDict.read_all_values_from_file(file):  # type: ignore[no-untyped-call]
+    for key, value, *_ in MmapedDict.read_all_values_from_file(file):  # type: ignore[no-untyped-call]
         _, name, labels, _ = json.loads(key)
         where = (labels.get("service", ""), labels.get("app", ""), labels.get("judge", ""))
         if name == REQUESTS:

@@ -1,0 +1,80 @@
+"""Requests of a process that ended without settling them are counted as ``lost``, in
+prometheus_client's multiprocess files, so that requests = the sum over statuses
+after a SIGKILL; a process that spooled its held requests at exit loses none, and
+the next one that takes them over settles them. Real processes, real files."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from collections import Counter
+from pathlib import Path
+
+from prometheus_client.multiprocess import MultiProcessCollector
+
+import ragas_trace
+from ragas_trace.exporters.lost_requests import count_lost_of_dead_processes
+
+CHILD = Path(__file__).with_name("ledger_child.py")
+
+
+def run_child(multiproc: Path, spool: Path, *args: str) -> int:
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith(("OTEL_", "RAGAS_TRACE_", "PROMETHEUS_"))}
+    env.update({"PROMETHEUS_MULTIPROC_DIR": str(multiproc), "SPOOL_DIR": str(spool),
+                "PYTHONPATH": str(Path(ragas_trace.__file__).parents[1])})
+    done = subprocess.run([sys.executable, str(CHILD), *args], env=env, capture_output=True,
+                          text=True, timeout=120)
+    assert done.stdout.strip(), done.stderr
+    return int(done.stdout.strip())
+
+
+def totals(multiproc: Path) -> dict[str, Counter[str]]:
+    """Per series name, the merged values by ``status`` (or ``event``)."""
+    out: dict[str, Counter[str]] = {}
+    for metric in MultiProcessCollector(None, str(multiproc)).collect():  # type: ignore[no-untyped-call]
+        for sample in metric.samples:
+            key = sample.labels.get("status") or sample.labels.get("event") or ""
+            out.setdefault(sample.name, Counter())[key] += int(sample.value)
+    return out
+
+
+def test_a_killed_process_requests_are_counted_lost_once(tmp_path):
+    multiproc, spool = tmp_path / "metrics", tmp_path / "spool"
+    multiproc.mkdir()
+    held = run_child(multiproc, spool, "kill", "40")
+    assert held > 0
+    before = totals(multiproc)
+    assert sum(before["ragas_requests_total"].values()) == 40
+    assert sum(before["ragas_evaluations_total"].values()) == 40 - held  # not sampled only
+
+    assert count_lost_of_dead_processes(str(multiproc)) == held
+    assert count_lost_of_dead_processes(str(multiproc)) == 0  # the file balances now
+    after = totals(multiproc)
+    assert after["ragas_evaluations_total"]["lost"] == held
+    assert sum(after["ragas_evaluations_total"].values()) == 40
+    per_metric = after["ragas_metric_evaluations_total"]
+    assert per_metric["lost"] == 3 * held  # each of the three metrics once
+
+
+def test_a_process_that_spooled_at_exit_loses_nothing_and_the_next_settles_it(tmp_path):
+    multiproc, spool = tmp_path / "metrics", tmp_path / "spool"
+    multiproc.mkdir()
+    held = run_child(multiproc, spool, "spool", "40")
+    assert held > 0
+    assert count_lost_of_dead_processes(str(multiproc)) == 0
+    assert run_child(multiproc, spool, "replay") == held
+    assert count_lost_of_dead_processes(str(multiproc)) == 0
+    merged = totals(multiproc)
+    statuses = merged["ragas_evaluations_total"]
+    assert sum(merged["ragas_requests_total"].values()) == sum(statuses.values()) == 40
+    assert statuses["scored"] == held and statuses["lost"] == 0
+    assert merged["ragas_spool_requests_total"] == Counter({"written": held, "claimed": held})
+
+
+def test_files_of_living_processes_are_left_alone(tmp_path):
+    multiproc = tmp_path / "metrics"
+    multiproc.mkdir()
+    (multiproc / f"counter_{os.getpid()}.db").write_bytes(b"")  # this process: alive
+    assert count_lost_of_dead_processes(str(multiproc)) == 0
