@@ -248,6 +248,12 @@ def setup(
         provider.resource.attributes.get(SERVICE_NAME, "unknown_service"))
 
     downstream = choose_downstream(resolved, exporter_object, joined=joined is not None)
+    if "phoenix" in resolved.annotations \
+            and sc.OPENINFERENCE_PROJECT_NAME not in provider.resource.attributes:
+        logger.info("ragas-trace: Phoenix annotations on; the traces carry no "
+                    "openinference.project.name, so Phoenix files them under its 'default' "
+                    "project (set project_from_service=True / "
+                    "RAGAS_TRACE_PROJECT_FROM_SERVICE=true for a project named %r)", service)
     if downstream is None and joined is None:
         logger.info("ragas-trace: no span exporter configured (set "
                     "OTEL_EXPORTER_OTLP_ENDPOINT or pass exporter=); scores go to metrics")

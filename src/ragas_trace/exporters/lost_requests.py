@@ -27,6 +27,7 @@ import os
 import time
 from collections import Counter
 
+from ragas_trace._processes import alive
 from ragas_trace.results import Metric
 from ragas_trace.scorer.outcome import EvaluationStatus
 
@@ -63,7 +64,7 @@ def count_lost_of_dead_processes(path: str, exclude: frozenset[int] = frozenset(
         for file in sorted(glob.glob(os.path.join(glob.escape(path), "counter_*.db"))):
             pid = os.path.basename(file).removeprefix("counter_").removesuffix(".db")
             if not pid.isdigit() or int(pid) == mine or int(pid) in exclude \
-                    or _alive(int(pid)):
+                    or alive(int(pid)):
                 continue
             try:
                 stat = os.stat(file)
@@ -127,13 +128,3 @@ def _settle(file: str, pid: int) -> int:
 def _add(values: object, key: str, n: int, now: float) -> None:
     current, _ = values.read_value(key)  # type: ignore[attr-defined]
     values.write_value(key, current + n, now)  # type: ignore[attr-defined]
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True

@@ -43,6 +43,7 @@ from opentelemetry.util.types import Attributes
 
 from ragas_trace import _thread_signals
 from ragas_trace._internal_errors import record_internal_error
+from ragas_trace._processes import alive
 from ragas_trace.exporters.lost_requests import count_lost_of_dead_processes
 
 MULTIPROC_DIR_ENV = "PROMETHEUS_MULTIPROC_DIR"
@@ -244,18 +245,8 @@ def forget_dead_processes(path: str) -> None:
 
     for file in glob.glob(os.path.join(path, f"gauge_{GAUGE_MODE}_*.db")):
         pid = file.rsplit("_", 1)[-1].removesuffix(".db")
-        if pid.isdigit() and not _alive(int(pid)):
+        if pid.isdigit() and not alive(int(pid)):
             multiprocess.mark_process_dead(int(pid), path)  # type: ignore[no-untyped-call]
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True  # another user's process
-    return True
 
 
 class MultiprocessCollector:

@@ -30,6 +30,8 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from ragas_trace._processes import alive
+
 logger = logging.getLogger("ragas_trace")
 
 Entry = dict[str, Any]
@@ -127,7 +129,7 @@ class Spool:
         mine = os.getpid()
         candidates = self._files(_PUBLISHED) + [
             path for path in self._files(_CLAIMED)
-            if not _alive(_claimer(path), mine)]  # its claimer died before reading it
+            if _claimer(path) != mine and not alive(_claimer(path))]  # claimer died unread
         for path in sorted(candidates):
             base = os.path.basename(path)
             if base.startswith(_CLAIMED):
@@ -224,16 +226,3 @@ def _claimer(path: str) -> int:
     pid = os.path.basename(path).split("-", 2)[1]
     return int(pid) if pid.isdigit() else 0
 
-
-def _alive(pid: int, mine: int) -> bool:
-    if pid == mine:
-        return True  # another pipeline of this process is reading it
-    if pid <= 0:
-        return False
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
