@@ -73,7 +73,7 @@ def _first_of_server(path: str, port: int) -> bool:
     master = os.getppid()
     marker = os.path.join(path, f".ragas-trace-port-{port}-{master}")
     try:
-        os.close(os.open(marker, os.O_CREAT | os.O_EXCL | os.O_WRONLY))
+        os.close(os.open(marker, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644))
     except FileExistsError:
         return False
     except OSError:
