@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import logging
 import os
-import threading
 import time
 import weakref
 from collections.abc import Mapping
@@ -39,20 +38,18 @@ from opentelemetry.sdk.trace import SpanProcessor, TracerProvider
 from opentelemetry.sdk.trace.export import SpanExporter
 from opentelemetry.util.re import parse_env_headers
 
-from ragas_trace import _thread_signals, exit_flush, providers
+from ragas_trace import exit_flush, providers
 from ragas_trace import semconv as sc
 from ragas_trace._deadline import call_within, remaining
-from ragas_trace._internal_errors import record_internal_error
 from ragas_trace.config import Settings
 from ragas_trace.exporters import multiprocess_metrics
 from ragas_trace.exporters.annotations.langfuse import is_langfuse_otlp, otlp_headers
 from ragas_trace.exporters.annotations.phoenix import base_url as phoenix_base_url
 from ragas_trace.exporters.content_policy import Redactor
-from ragas_trace.exporters.lost_requests import count_lost_of_dead_processes
 from ragas_trace.exporters.multiprocess_metrics import MultiprocessMeterProvider
 from ragas_trace.judges.base import Judge
 from ragas_trace.metrics_port import open_metrics_port
-from ragas_trace.pipeline import ScoringPipeline, build_pipeline
+from ragas_trace.pipeline import ScoringPipeline, build_pipeline, recover_in_background
 from ragas_trace.scorer.sampler import AlwaysRule
 
 if TYPE_CHECKING:
@@ -298,26 +295,6 @@ def setup(
                           multiprocess_metrics.multiproc_dir()
                           if isinstance(meter_provider, MultiprocessMeterProvider) else None)
     return rt
-
-
-def recover_in_background(processor: ScoringSpanProcessor, multiproc_dir: str | None) -> None:
-    """Off the app's start-up path: count as lost what ended processes left unsettled
-    in ``multiproc_dir`` (``exporters.lost_requests``), then take over what they left
-    in the spool (``exporters.spool``)."""
-    if multiproc_dir is None and processor.spool is None:
-        return
-
-    def recover() -> None:
-        try:
-            if multiproc_dir is not None:
-                count_lost_of_dead_processes(multiproc_dir)
-            if processor.spool is not None:
-                processor.replay(processor.spool.claim())
-        except Exception as exc:
-            record_internal_error("setup.recover", exc)
-
-    _thread_signals.start(threading.Thread(target=recover, name="ragas-trace-recover",
-                                           daemon=True))
 
 
 def choose_downstream(settings: Settings, exporter: SpanExporter | SpanProcessor | None,

@@ -147,3 +147,28 @@ def test_a_corrupt_entry_is_counted_and_the_rest_replayed(make_rig, tmp_path):
     entries = [{"kind": "held", "spans": [{"name": "half a span"}]}, {"kind": "span"}]
     assert rig.processor.replay(entries) == 0
     assert counted.sums("ragas.spool", "event") == {"corrupt": 2}
+
+
+def test_a_long_spool_is_replayed_at_the_judges_pace_within_a_window(make_rig, tmp_path):
+    first, second = Counted(), Counted()
+    rig = make_rig(ScriptedJudge(mode="hang"), metrics=first.metrics,
+                   spool=_spool(tmp_path, first))
+    for _ in range(12):
+        rag_request(rig.tracer)
+    rig.processor.stop_scoring(0.1)
+    rig.processor.shutdown(1.0)
+
+    gate = threading.Event()
+    nxt = make_rig(ScriptedJudge(0.8, gate=gate), metrics=second.metrics,
+                   spool=_spool(tmp_path, second))
+    most: list[int] = []
+    replayer = threading.Thread(target=lambda: most.append(
+        nxt.processor.replay(nxt.processor.spool.claim(), window=4)))
+    replayer.start()
+    time.sleep(0.5)
+    assert nxt.processor.held_count == 4  # the rest wait for room, not in the hold
+    gate.set()
+    replayer.join(10)
+    assert most == [12]
+    assert nxt.processor.force_flush(5000)
+    assert [evaluation_status(r) for r in nxt.named("rag")] == ["scored"] * 12

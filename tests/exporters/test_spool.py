@@ -155,3 +155,11 @@ def test_spans_survive_the_round_trip():
 def test_malformed_span_objects_raise_value_errors():
     with pytest.raises((KeyError, TypeError, ValueError)):
         span_from_json({"name": "x"})
+
+
+def test_a_claim_can_take_one_file_at_a_time(tmp_path):
+    for _ in range(3):
+        _spool(tmp_path).write(_entries(2))
+    spool = _spool(tmp_path)
+    taken = [len(spool.claim(max_files=1)) for _ in range(4)]
+    assert taken == [2, 2, 2, 0]

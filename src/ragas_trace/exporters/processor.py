@@ -248,13 +248,18 @@ class ScoringSpanProcessor(SpanProcessor):
         self._reaper.join(min(0.1, remaining(deadline)))
         return drained and delivered and annotated and not leftovers
 
-    def replay(self, entries: Sequence[Entry]) -> int:
+    def replay(self, entries: Sequence[Entry], window: int | None = None) -> int:
         """What an earlier process spooled (``Spool.claim``): roots not scored yet are
         held and scored here (counted as claimed, not as new requests), spans not
-        exported yet are exported, annotations are sent (after their span). How many
-        entries were taken; a malformed one is counted as corrupt. Never raises."""
+        exported yet are exported, annotations are sent (after their span). With
+        ``window``, a spooled root waits until fewer than ``window`` spans are held,
+        so that a long spool is scored at the judge's pace instead of timing out in
+        the hold. How many entries were taken; a malformed one is counted as corrupt.
+        Never raises."""
         taken = 0
         for entry in entries:
+            if window is not None and entry.get("kind") == "held":
+                self._wait_below(window)
             try:
                 self._replay_one(entry)
                 taken += 1
@@ -269,6 +274,13 @@ class ScoringSpanProcessor(SpanProcessor):
         return taken
 
     # -- internals -------------------------------------------------------------------
+
+    def _wait_below(self, window: int) -> None:
+        while True:  # the hold shrinks without a notice to wait on: poll
+            with self._lock:
+                if len(self._held) < window or self._closed:
+                    return
+            time.sleep(0.05)
 
     def _replay_one(self, entry: Entry) -> None:
         kind = entry["kind"]

@@ -119,8 +119,9 @@ class Spool:
 
     # -- claiming (a starting process) -------------------------------------------------
 
-    def claim(self) -> list[Entry]:
-        """Every entry of every file no live process is reading, each file taken by
+    def claim(self, max_files: int | None = None) -> list[Entry]:
+        """The entries of the files no live process is reading (at most ``max_files``
+        of them: workers starting together then share the work), each file taken by
         this process alone. Corrupt lines (and files over the byte bound) are
         counted and skipped. Never raises."""
         out: list[Entry] = []
@@ -140,6 +141,9 @@ class Spool:
             except OSError:
                 continue  # another process claimed it first
             out.extend(self._read(target))
+            max_files = None if max_files is None else max_files - 1
+            if max_files == 0:
+                break
         if out:
             logger.info("ragas-trace: %d entr(ies) from the spool %s (left by a process "
                         "that exited) are being delivered", len(out), self.directory)
