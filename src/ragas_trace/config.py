@@ -161,12 +161,13 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("max_app_labels", "RAGAS_TRACE_MAX_APP_LABELS", 100, integer(1),
             "distinct `app` label values on the scorer's metrics; later apps are "
             "recorded as `other` and counted in `ragas_metrics_folded_labels_total`"),
-    Setting("exit_grace_s", "RAGAS_TRACE_EXIT_GRACE_S", 25.0, number(0.0),
+    Setting("exit_grace_s", "RAGAS_TRACE_EXIT_GRACE_S", 20.0, number(0.0),
             "at interpreter exit and on SIGTERM, the one deadline for everything held: the "
             "judge gets up to 60 % of it for the held spans, the export of spans and "
             "annotations the rest; what is left then goes to the spool (or leaves with "
             "status `dropped`, reason `shutdown`, and is counted lost). The default fits "
-            "gunicorn's 30 s `graceful_timeout` with 5 s for the server's own shutdown"),
+            "gunicorn's 30 s `graceful_timeout` with 10 s for the server's own shutdown "
+            "(uvicorn finishing its requests)"),
     Setting("spool_dir", "RAGAS_TRACE_SPOOL_DIR", "auto", text,
             "directory where the exit path keeps what it could not deliver by its "
             "deadline, for the next process that starts with it: `auto` = "

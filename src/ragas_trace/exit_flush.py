@@ -1,6 +1,6 @@
 """Every held span leaves when the process ends, also when the app never calls
-``shutdown()``, within one deadline, ``exit_grace_s`` (default 25 s: gunicorn's
-``graceful_timeout`` of 30 s with room for the server's own shutdown): the judge
+``shutdown()``, within one deadline, ``exit_grace_s`` (default 20 s: gunicorn's
+``graceful_timeout`` of 30 s with 10 s for the server's own shutdown): the judge
 gets up to ``JUDGE_SHARE`` of it for the held spans, the export of spans and
 annotations the rest. What is still undelivered then goes to the spool (see
 ``exporters.spool``) for the next process; without one, held spans leave with
