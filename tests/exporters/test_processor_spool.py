@@ -172,3 +172,43 @@ def test_a_long_spool_is_replayed_at_the_judges_pace_within_a_window(make_rig, t
     assert most == [12]
     assert nxt.processor.force_flush(5000)
     assert [evaluation_status(r) for r in nxt.named("rag")] == ["scored"] * 12
+
+
+class Stuck(Backend):
+    """A backend whose sends hang until ``gate`` is set, then store."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.gate = threading.Event()
+
+    def send(self, batch: Sequence[ScoreAnnotation], timeout_s: float) -> list[ItemFailure]:
+        self.gate.wait(30)
+        return super().send(batch, timeout_s)
+
+
+def test_at_the_deadline_the_batch_in_flight_and_late_offers_go_to_the_spool_too():
+    from ragas_trace.exporters.annotations.queue import AnnotationQueue
+
+    counted = Counted()
+    backend = Stuck()
+    queue = AnnotationQueue(backend, counted.metrics, max_batch=2)
+    items = [ScoreAnnotation(f"{i:032x}", f"{i:016x}", "faithfulness", 1.0, "pass", "",
+                             "CODE", "local", 0.5) for i in range(5)]
+    queue.offer(items[:3])
+    deadline = time.monotonic() + 5
+    while queue.pending != 3 or not queue._batch:  # the worker took a batch of two
+        assert time.monotonic() < deadline
+        time.sleep(0.01)
+    spooled: list[ScoreAnnotation] = []
+
+    def spill(sink: str, batch: Sequence[ScoreAnnotation]) -> int:
+        spooled.extend(batch)
+        return len(batch)
+
+    assert queue.close(time.monotonic() + 0.3, spill)
+    queue.offer(items[3:])  # late: its span's export ended after the shutdown began
+    assert queue.join(time.monotonic() + 0.3) is False
+    assert sorted(a.span_id for a in spooled) == sorted(a.span_id for a in items)
+    backend.gate.set()  # the stuck send ends now: its outcome is the spool's to count
+    time.sleep(0.2)
+    assert counted.sums("ragas.annotations", "outcome") == {}

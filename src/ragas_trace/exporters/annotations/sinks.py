@@ -8,11 +8,11 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 
 from opentelemetry.sdk.trace import ReadableSpan
 
-from ragas_trace.exporters.annotations.queue import AnnotationBackend, AnnotationQueue
+from ragas_trace.exporters.annotations.queue import AnnotationBackend, AnnotationQueue, Spill
 from ragas_trace.exporters.annotations.scores import ScoreAnnotation, score_annotations
 from ragas_trace.exporters.content_policy import ContentPolicy
 from ragas_trace.exporters.metrics import ScorerMetrics
@@ -24,7 +24,6 @@ logger = logging.getLogger("ragas_trace")
 NAMES = ("phoenix", "langfuse")
 
 Prepared = list[list[ScoreAnnotation]]  # per queue, in the sinks' order
-Spill = Callable[[str, Sequence[ScoreAnnotation]], int]
 
 
 def annotation_names(value: object) -> tuple[str, ...]:
@@ -92,5 +91,5 @@ class AnnotationSinks:
         goes (the spool); it returns how many it took, and the rest are lost."""
         # One deadline for all: every queue sends in parallel until it.
         deadline = time.monotonic() + timeout_s
-        closing = [q for q in self._queues if q.close(deadline)]
-        return all([q.join(deadline, spill) for q in closing])
+        closing = [q for q in self._queues if q.close(deadline, spill)]
+        return all([q.join(deadline) for q in closing])
