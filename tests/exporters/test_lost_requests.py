@@ -78,3 +78,17 @@ def test_files_of_living_processes_are_left_alone(tmp_path):
     multiproc.mkdir()
     (multiproc / f"counter_{os.getpid()}.db").write_bytes(b"")  # this process: alive
     assert count_lost_of_dead_processes(str(multiproc)) == 0
+
+
+def test_the_serving_process_counts_them_before_each_scrape(tmp_path):
+    from ragas_trace.exporters.multiprocess_metrics import MultiprocessCollector
+
+    multiproc, spool = tmp_path / "metrics", tmp_path / "spool"
+    multiproc.mkdir()
+    held = run_child(multiproc, spool, "kill", "20")
+    assert held > 0
+    collector = MultiprocessCollector(str(multiproc))
+    for _ in range(2):  # the second scrape counts nothing again
+        lost = [s.value for m in collector.collect() for s in m.samples
+                if s.name == "ragas_evaluations_total" and s.labels["status"] == "lost"]
+        assert lost == [held]
