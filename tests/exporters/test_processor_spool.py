@@ -212,3 +212,19 @@ def test_at_the_deadline_the_batch_in_flight_and_late_offers_go_to_the_spool_too
     backend.gate.set()  # the stuck send ends now: its outcome is the spool's to count
     time.sleep(0.2)
     assert counted.sums("ragas.annotations", "outcome") == {}
+
+
+def test_without_a_spool_the_unscored_roots_are_said_at_warning(make_rig, caplog):
+    import logging
+
+    counted = Counted()
+    rig = make_rig(ScriptedJudge(mode="hang"), metrics=counted.metrics)
+    for _ in range(3):
+        rag_request(rig.tracer)
+    with caplog.at_level(logging.WARNING, logger="ragas_trace"):
+        rig.processor.stop_scoring(0.1)
+        rig.processor.shutdown(1.0)
+    assert [evaluation_status(r) for r in rig.named("rag")] == ["dropped"] * 3
+    [line] = [r.getMessage() for r in caplog.records if "left unscored" in r.getMessage()]
+    assert line.startswith("ragas-trace: 3 RAG request(s)") and "spool_dir" in line
+    assert counted.sums("ragas.evaluations", "status") == {"dropped": 3}

@@ -133,6 +133,7 @@ class ScoringSpanProcessor(SpanProcessor):
         # still comes, changes nothing (no second export, no second count).
         self._handed_over: set[tuple[int, int]] = set()
         self._warned_corrupt = False
+        self._dropped_at_shutdown = 0  # roots the shutdown left unscored, for its warning
         # Annotations of a root copy we export wait for its export (see _settled).
         self._awaiting: dict[tuple[int, int], Prepared] = {}
         if isinstance(downstream, SpanExporter):
@@ -235,8 +236,15 @@ class ScoringSpanProcessor(SpanProcessor):
             self._handed_over.update(key for key, _ in leftovers)
         spooled = self._spool_held([held for _, held in leftovers])
         for held in [held for _, held in leftovers][spooled:]:
+            self._dropped_at_shutdown += 1
             self._count_dropped(held.span, "shutdown")
             self._release(held.span, EvaluationStatus.DROPPED, "shutdown")
+        if self._dropped_at_shutdown:
+            logger.warning("ragas-trace: %d RAG request(s) left unscored at shutdown "
+                           "(exported with status dropped, reason shutdown%s); counted in "
+                           "ragas_evaluations_total", self._dropped_at_shutdown,
+                           "; the spool did not take them" if self.spool else
+                           "; a spool (spool_dir) would keep them for the next start")
         # With a spool, its write keeps the last part (what is left then goes there).
         end = deadline - (min(SPOOL_RESERVE_S, remaining(deadline) / 4) if self.spool else 0)
         if self.annotations is None:
@@ -448,6 +456,8 @@ class ScoringSpanProcessor(SpanProcessor):
                 return  # the judge was stopped: shutdown spools it, unscored and uncounted
         judge = self.scorer.judge_name
         app = self._app_label(span)
+        if outcome.status is EvaluationStatus.DROPPED and outcome.reason == "shutdown":
+            self._dropped_at_shutdown += 1
         self.metrics.evaluation(outcome, app, judge, self.thresholds)
         if outcome.status is EvaluationStatus.DROPPED:
             self.metrics.dropped(outcome.reason or "dropped")
