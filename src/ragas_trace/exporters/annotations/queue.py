@@ -102,6 +102,7 @@ class AnnotationQueue:
         self._batch: list[ScoreAnnotation] = []  # the one being sent
         self._closed = False
         self._abandoned = False  # join took the batch in flight: its outcome is not ours
+        self._parked = False  # the deadline came: the rest is left for join's spill
         self._spill: Spill | None = None
         self._deadline = float("inf")
         self._worker = threading.Thread(target=self._run, daemon=True,
@@ -206,8 +207,8 @@ class AnnotationQueue:
             with self._lock:
                 while not self._queue and not self._closed:
                     self._changed.wait()
-                if not self._queue or (self._closed and time.monotonic() >= self._deadline):
-                    return  # past the shutdown deadline, what is queued is join's
+                if not self._queue or self._parked:
+                    return  # what is still queued is join's (for the spool)
                 batch = [self._queue.popleft()
                          for _ in range(min(self._max_batch, len(self._queue)))]
                 self._in_flight = len(batch)
@@ -243,12 +244,13 @@ class AnnotationQueue:
             if not again:
                 return
             if time.monotonic() + backoff >= limit:
-                if limit == self._deadline and self._closed:
+                if limit == self._deadline and self._closed and self._spill is not None:
                     # Cut short by the shutdown deadline: back in the queue, for ``join``
-                    # to hand to the spool (or count lost) with the rest.
+                    # to hand to the spool with the rest; this worker is done.
                     with self._lock:
                         if not self._abandoned:
                             self._queue.extendleft(reversed([f.annotation for f in again]))
+                        self._parked = True
                     return
                 self._count(LOST, len(again), f"still failing: {again[0].message}")
                 return
