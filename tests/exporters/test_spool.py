@@ -163,3 +163,11 @@ def test_a_claim_can_take_one_file_at_a_time(tmp_path):
     spool = _spool(tmp_path)
     taken = [len(spool.claim(max_files=1)) for _ in range(4)]
     assert taken == [2, 2, 2, 0]
+
+
+def test_the_files_are_the_app_users_only(tmp_path):
+    spool_dir = tmp_path / "spool"
+    _spool(spool_dir).write(_entries(1))
+    assert spool_dir.stat().st_mode & 0o777 == 0o700
+    (published,) = spool_dir.glob("spool-*.jsonl")
+    assert published.stat().st_mode & 0o777 == 0o600

@@ -13,6 +13,10 @@ Entries are JSON objects, one a line, with a ``kind``: ``held`` (a RAG root span
 and its descendants, not scored yet), ``span`` (a span that was waiting for export,
 with the annotations waiting for it) or ``annotation`` (one annotation for one sink).
 
+Held roots are kept with their content (question, passages, answer: the judge of
+the next process reads them, and the content policy applies when they are
+exported), so the files are the app user's only (mode 0600, directory 0700).
+
 Bounds. The files together hold at most ``max_bytes`` and ``max_entries``; a write
 takes what fits, in order, and returns how many it took. A full, unwritable or
 corrupt spool is logged at WARNING (once per problem) and counted through
@@ -63,7 +67,7 @@ class Spool:
         if not entries:
             return 0
         try:
-            os.makedirs(self.directory, exist_ok=True)
+            os.makedirs(self.directory, mode=0o700, exist_ok=True)
             used_bytes, used_entries = self._usage()
         except OSError as exc:
             self._problem(UNWRITABLE, entries, f"{self.directory}: {exc.strerror or exc}")
@@ -92,7 +96,9 @@ class Spool:
         stamp = f"{os.getpid()}-{time.time_ns()}-{taken}.jsonl"
         temporary = os.path.join(self.directory, f".tmp-{stamp}")
         try:
-            with open(temporary, "wb") as out:
+            # Held roots carry the request's content (the judge reads it): the app's only.
+            with os.fdopen(os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600),
+                           "wb") as out:
                 out.writelines(lines)
                 out.flush()
                 os.fsync(out.fileno())
