@@ -11,7 +11,6 @@ queue full, judge failed or too slow, shutdown) is exported unscored with
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 import logging
 import os
@@ -19,7 +18,6 @@ import threading
 import time
 import weakref
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
 
 from opentelemetry import context as otel_context
 from opentelemetry.context import Context
@@ -34,7 +32,6 @@ from ragas_trace import semconv as sc
 from ragas_trace._deadline import call_within, remaining
 from ragas_trace._internal_errors import record_internal_error
 from ragas_trace.exporters.annotations import AnnotationSinks
-from ragas_trace.exporters.annotations.scores import ScoreAnnotation
 from ragas_trace.exporters.annotations.sinks import Prepared
 from ragas_trace.exporters.app_label import AppLabel
 from ragas_trace.exporters.content_policy import ContentPolicy
@@ -48,8 +45,8 @@ from ragas_trace.exporters.export_queue import ExportQueue
 from ragas_trace.exporters.metrics import ScorerMetrics
 from ragas_trace.exporters.score_attributes import score_attributes
 from ragas_trace.exporters.span_copy import copy_span
-from ragas_trace.exporters.span_json import span_from_json, span_to_json
-from ragas_trace.exporters.spool import Entry, Spool
+from ragas_trace.exporters.spool import Spool
+from ragas_trace.exporters.spooling import Held, Spooling
 from ragas_trace.exporters.trace_buffer import Ended, TraceBuffer
 from ragas_trace.extract import extract_record, question_of, span_kind
 from ragas_trace.judges.base import judge_thresholds
@@ -70,14 +67,7 @@ EXPORT_RESERVE_S = 1.0
 SPOOL_RESERVE_S = 0.5  # of a shutdown with a spool: the last part, for writing it
 
 
-@dataclass
-class _Held:
-    span: ReadableSpan
-    deadline: float
-    descendants: Sequence[ReadableSpan] = ()
-
-
-class ScoringSpanProcessor(SpanProcessor):
+class ScoringSpanProcessor(Spooling, SpanProcessor):
     """Wraps ``downstream`` (a ``SpanProcessor``, or a ``SpanExporter`` which gets an
     ``ExportQueue``: batching that keeps its deadlines and counts every lost span).
     With ``downstream=None`` nothing is forwarded: use that when the provider's other
@@ -149,7 +139,7 @@ class ScoringSpanProcessor(SpanProcessor):
         self._traces = TraceBuffer(max_open_traces)
         self._lock = threading.Lock()
         self._wake = threading.Condition(self._lock)
-        self._held: dict[tuple[int, int], _Held] = {}
+        self._held: dict[tuple[int, int], Held] = {}
         self._closed = False
         self._start_reaper()
         _processors.add(self)
@@ -256,126 +246,6 @@ class ScoringSpanProcessor(SpanProcessor):
         self._reaper.join(min(0.1, remaining(deadline)))
         return drained and delivered and annotated and not leftovers
 
-    def replay(self, entries: Sequence[Entry], window: int | None = None) -> int:
-        """What an earlier process spooled (``Spool.claim``): roots not scored yet are
-        held and scored here (counted as claimed, not as new requests), spans not
-        exported yet are exported, annotations are sent (after their span). With
-        ``window``, a spooled root waits until fewer than ``window`` spans are held,
-        so that a long spool is scored at the judge's pace instead of timing out in
-        the hold. How many entries were taken; a malformed one is counted as corrupt.
-        Never raises."""
-        taken = 0
-        for entry in entries:
-            if window is not None and entry.get("kind") == "held":
-                self._wait_below(window)
-            try:
-                self._replay_one(entry)
-                taken += 1
-            except (KeyError, TypeError, ValueError, IndexError, AttributeError) as exc:
-                kind = entry.get("kind") if isinstance(entry, Mapping) else None
-                self.metrics.spool(str(kind or "held"), "corrupt")
-                if not self._warned_corrupt:
-                    self._warned_corrupt = True
-                    logger.warning("ragas-trace: a spool entry could not be read (%s: %s); "
-                                   "skipped (counted in ragas_spool_total, logged once)",
-                                   type(exc).__name__, exc)
-        return taken
-
-    # -- internals -------------------------------------------------------------------
-
-    def _wait_below(self, window: int) -> None:
-        while True:  # the hold shrinks without a notice to wait on: poll
-            with self._lock:
-                if len(self._held) < window or self._closed:
-                    return
-            time.sleep(0.05)
-
-    def _replay_one(self, entry: Entry) -> None:
-        kind = entry["kind"]
-        if kind == "held":
-            spans = [span_from_json(s) for s in entry["spans"]]
-            root = spans[0]
-            self.metrics.spool_request("claimed", self._app_label(root), self.scorer.judge_name)
-            self._hold(root, spans[1:])
-        elif kind == "span":
-            span = span_from_json(entry["span"])
-            prepared = self._prepared_from(entry.get("annotations", []))
-            if prepared is not None and isinstance(self._downstream, ExportQueue):
-                with self._lock:
-                    self._awaiting[self._key(span)] = prepared
-                prepared = None
-            self._send(span)
-            if prepared is not None:
-                self._deliver_annotations(prepared)
-        elif kind == "annotation":
-            prepared = self._prepared_from([entry["annotation"]])
-            if prepared is not None:
-                self._deliver_annotations(prepared)
-
-    def _prepared_from(self, items: Sequence[Mapping[str, object]]) -> Prepared | None:
-        """Spooled annotations (each with its ``sink``) in the sinks' order; those for a
-        sink this process does not have are counted lost."""
-        if not items:
-            return None
-        annotations = [(str(item["sink"]), ScoreAnnotation(**{  # type: ignore[arg-type]
-            k: v for k, v in item.items() if k != "sink"})) for item in items]
-        names = self.annotations.names if self.annotations is not None else []
-        prepared: Prepared = [[a for sink, a in annotations if sink == name] for name in names]
-        for sink in {sink for sink, _ in annotations if sink not in names}:
-            self.metrics.annotations(sink, "lost",
-                                     sum(1 for s, _ in annotations if s == sink))
-        return prepared if any(prepared) else None
-
-    def _spool_held(self, leftovers: list[_Held]) -> int:
-        """Shutdown: the held roots (with their descendants) into the spool, in order;
-        how many it took."""
-        if self.spool is None or not leftovers:
-            return 0
-        entries: list[Entry] = []
-        for held in leftovers:
-            try:
-                entries.append({"kind": "held", "spans": [
-                    span_to_json(s) for s in (held.span, *held.descendants)]})
-            except (ValueError, TypeError) as exc:
-                record_internal_error("processor.spool", exc)
-                break
-        written = self.spool.write(entries)
-        judge = self.scorer.judge_name
-        for held in leftovers[:written]:
-            self.metrics.spool_request("written", self._app_label(held.span), judge)
-        return written
-
-    def _spill_exports(self, spans: Sequence[ReadableSpan]) -> int:
-        """The export queue's shutdown: spans still queued at its deadline, with the
-        annotations waiting for them, into the spool; how many it took (a prefix)."""
-        if self.spool is None:
-            return 0
-        names = self.annotations.names if self.annotations is not None else []
-        entries: list[Entry] = []
-        waiting: list[Prepared | None] = []
-        with self._lock:
-            for span in spans:
-                waiting.append(self._awaiting.pop(self._key(span), None))
-        for span, prepared in zip(spans, waiting, strict=True):
-            try:
-                entries.append({"kind": "span", "span": span_to_json(span),
-                                "annotations": _annotations_json(names, prepared)})
-            except (ValueError, TypeError) as exc:
-                record_internal_error("processor.spool", exc)
-                break
-        written = self.spool.write(entries)
-        with self._lock:  # the rest are lost with their spans (``_settled``)
-            for span, prepared in zip(spans[written:], waiting[written:], strict=False):
-                if prepared is not None:
-                    self._awaiting[self._key(span)] = prepared
-        return written
-
-    def _spill_annotations(self, sink: str, items: Sequence[ScoreAnnotation]) -> int:
-        if self.spool is None:
-            return 0
-        return self.spool.write([{"kind": "annotation", "annotation": {
-            "sink": sink, **dataclasses.asdict(a)}} for a in items])
-
     def _started(self, span: ReadableSpan, track: bool) -> None:
         root_kind = span_kind(span) in _ROOT_KINDS
         self._traces.started(span, root_kind, root_kind and question_of(span) is not None, track)
@@ -424,7 +294,7 @@ class ScoringSpanProcessor(SpanProcessor):
             refused = ("shutdown" if self._closed
                        else "hold_full" if len(self._held) >= self._max_held else None)
             if refused is None:
-                self._held[key] = _Held(span, time.monotonic() + self.hold_timeout_s,
+                self._held[key] = Held(span, time.monotonic() + self.hold_timeout_s,
                                         descendants if self.spool is not None else ())
                 if len(self._held) == 1:
                     self._wake.notify()
@@ -647,14 +517,6 @@ class ScoringSpanProcessor(SpanProcessor):
     def _key(span: ReadableSpan) -> tuple[int, int]:
         ctx = span.context
         return (ctx.trace_id, ctx.span_id) if ctx is not None else (0, 0)
-
-
-def _annotations_json(names: Sequence[str], prepared: Prepared | None
-                      ) -> list[dict[str, object]]:
-    if prepared is None:
-        return []
-    return [{"sink": name, **dataclasses.asdict(a)}
-            for name, items in zip(names, prepared, strict=False) for a in items]
 
 
 def _judge_deadline(deadline: float) -> float:
