@@ -147,6 +147,10 @@ def test_a_corrupt_entry_is_counted_and_the_rest_replayed(make_rig, tmp_path):
     entries = [{"kind": "held", "spans": [{"name": "half a span"}]}, {"kind": "span"}]
     assert rig.processor.replay(entries) == 0
     assert counted.sums("ragas.spool", "event") == {"corrupt": 2}
+    # The unreadable root's request, counted as written where it was spooled, ends
+    # here as lost, so that the ledger still balances.
+    assert counted.sums("ragas.spool.requests", "event") == {"claimed": 1}
+    assert counted.sums("ragas.evaluations", "status") == {"lost": 1}
 
 
 def test_a_long_spool_is_replayed_at_the_judges_pace_within_a_window(make_rig, tmp_path):

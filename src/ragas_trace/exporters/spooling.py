@@ -23,6 +23,7 @@ from ragas_trace.exporters.metrics import ScorerMetrics
 from ragas_trace.exporters.span_json import span_from_json, span_to_json
 from ragas_trace.exporters.spool import Entry, Spool
 from ragas_trace.scorer.background import BackgroundScorer
+from ragas_trace.scorer.outcome import EvaluationStatus
 
 logger = logging.getLogger("ragas_trace")
 
@@ -70,6 +71,10 @@ class Spooling:
             except (KeyError, TypeError, ValueError, IndexError, AttributeError) as exc:
                 kind = entry.get("kind") if isinstance(entry, Mapping) else None
                 self.metrics.spool(str(kind or "held"), "corrupt")
+                if kind == "held":  # its request, counted as written, ends here: lost
+                    self.metrics.spool_request("claimed", None, self.scorer.judge_name)
+                    self.metrics.not_scored(EvaluationStatus.LOST, None,
+                                            self.scorer.judge_name)
                 if not self._warned_corrupt:
                     self._warned_corrupt = True
                     logger.warning("ragas-trace: a spool entry could not be read (%s: %s); "
