@@ -12,7 +12,9 @@ Prometheus every second. Two deploy events:
    Prometheus's counts add up to the requests the app took.
 
 The burst is ``BURST`` requests (400, as in the report that asked for this test) at
-concurrency 8; ``RAGAS_TRACE_DEPLOY_BURST`` sizes it down on a slow machine."""
+concurrency 8; ``RAGAS_TRACE_DEPLOY_BURST`` sizes it down on a slow machine. Both
+tests take about 2.5 min together on 2 cores shared with other work (Phoenix's start
+included)."""
 
 from __future__ import annotations
 
