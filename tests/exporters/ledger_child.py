@@ -6,6 +6,8 @@ test before Python starts), for tests/exporters/test_lost_requests.py.
     ledger_child.py spool N    the same held requests, then the exit path's shutdown
                                into the spool (SPOOL_DIR); exits normally
     ledger_child.py replay     takes over the spool and scores what it holds
+    ledger_child.py replay-kill  takes it over with a judge that never answers, four
+                               roots held at once; SIGKILL before it is done
 """
 
 from __future__ import annotations
@@ -13,6 +15,8 @@ from __future__ import annotations
 import os
 import signal
 import sys
+import threading
+import time
 
 from opentelemetry.sdk.trace import TracerProvider
 
@@ -48,6 +52,14 @@ def main(mode: str, n: int) -> None:
         print(processor.replay(spool.claim()), flush=True)
         processor.force_flush(10_000)
         processor.shutdown(2.0)
+    if mode == "replay-kill":
+        entries = spool.claim()
+        replaying = threading.Thread(target=processor.replay, args=(entries, 4), daemon=True)
+        replaying.start()
+        while processor.held_count < 4:
+            time.sleep(0.01)
+        print(len(entries), flush=True)
+        os.kill(os.getpid(), signal.SIGKILL)
 
 
 if __name__ == "__main__":

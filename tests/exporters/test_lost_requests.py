@@ -92,3 +92,15 @@ def test_the_serving_process_counts_them_before_each_scrape(tmp_path):
         lost = [s.value for m in collector.collect() for s in m.samples
                 if s.name == "ragas_evaluations_total" and s.labels["status"] == "lost"]
         assert lost == [held]
+
+
+def test_a_process_killed_while_it_replays_the_spool_owes_all_it_took(tmp_path):
+    multiproc, spool = tmp_path / "metrics", tmp_path / "spool"
+    multiproc.mkdir()
+    held = run_child(multiproc, spool, "spool", "40")
+    taken = run_child(multiproc, spool, "replay-kill")
+    assert taken == held > 4  # four were held, the rest waited for room
+    assert count_lost_of_dead_processes(str(multiproc)) == held
+    merged = totals(multiproc)
+    assert sum(merged["ragas_requests_total"].values()) == sum(
+        merged["ragas_evaluations_total"].values()) == 40

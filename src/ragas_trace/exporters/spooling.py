@@ -61,26 +61,47 @@ class Spooling:
         so that a long spool is scored at the judge's pace instead of timing out in
         the hold. How many entries were taken; a malformed one is counted as corrupt.
         Never raises."""
-        taken = 0
+        # Every root taken over is counted as claimed before any is scored: killed
+        # while it replays, this process then owes them all (counted lost after it).
+        roots: list[list[ReadableSpan] | None] = []
         for entry in entries:
-            if window is not None and entry.get("kind") == "held":
+            spans = None
+            if entry.get("kind") == "held":
+                try:
+                    spans = [span_from_json(s) for s in entry["spans"]]
+                    self.metrics.spool_request("claimed", self._app_label(spans[0]),
+                                               self.scorer.judge_name)
+                except (KeyError, TypeError, ValueError, IndexError, AttributeError) as exc:
+                    self._corrupt(entry, exc)
+                    spans = []
+            roots.append(spans)
+        taken = 0
+        for entry, spans in zip(entries, roots, strict=True):
+            if spans == []:
+                continue  # unreadable, counted above
+            if spans is not None and window is not None:
                 self._wait_below(window)
             try:
-                self._replay_one(entry)
+                if spans is not None:
+                    self._hold(spans[0], spans[1:])
+                else:
+                    self._replay_one(entry)
                 taken += 1
             except (KeyError, TypeError, ValueError, IndexError, AttributeError) as exc:
-                kind = entry.get("kind") if isinstance(entry, Mapping) else None
-                self.metrics.spool(str(kind or "held"), "corrupt")
-                if kind == "held":  # its request, counted as written, ends here: lost
-                    self.metrics.spool_request("claimed", None, self.scorer.judge_name)
-                    self.metrics.not_scored(EvaluationStatus.LOST, None,
-                                            self.scorer.judge_name)
-                if not self._warned_corrupt:
-                    self._warned_corrupt = True
-                    logger.warning("ragas-trace: a spool entry could not be read (%s: %s); "
-                                   "skipped (counted in ragas_spool_total, logged once)",
-                                   type(exc).__name__, exc)
+                self._corrupt(entry, exc)
         return taken
+
+    def _corrupt(self, entry: Entry, exc: Exception) -> None:
+        kind = entry.get("kind") if isinstance(entry, Mapping) else None
+        self.metrics.spool(str(kind or "held"), "corrupt")
+        if kind == "held":  # its request, counted as written, ends here: lost
+            self.metrics.spool_request("claimed", None, self.scorer.judge_name)
+            self.metrics.not_scored(EvaluationStatus.LOST, None, self.scorer.judge_name)
+        if not self._warned_corrupt:
+            self._warned_corrupt = True
+            logger.warning("ragas-trace: a spool entry could not be read (%s: %s); "
+                           "skipped (counted in ragas_spool_total, logged once)",
+                           type(exc).__name__, exc)
 
     # -- internals -------------------------------------------------------------------
 
@@ -93,12 +114,7 @@ class Spooling:
 
     def _replay_one(self, entry: Entry) -> None:
         kind = entry["kind"]
-        if kind == "held":
-            spans = [span_from_json(s) for s in entry["spans"]]
-            root = spans[0]
-            self.metrics.spool_request("claimed", self._app_label(root), self.scorer.judge_name)
-            self._hold(root, spans[1:])
-        elif kind == "span":
+        if kind == "span":
             span = span_from_json(entry["span"])
             prepared = self._prepared_from(entry.get("annotations", []))
             if prepared is not None and isinstance(self._downstream, ExportQueue):
