@@ -104,3 +104,31 @@ def test_a_process_killed_while_it_replays_the_spool_owes_all_it_took(tmp_path):
     merged = totals(multiproc)
     assert sum(merged["ragas_requests_total"].values()) == sum(
         merged["ragas_evaluations_total"].values()) == 40
+
+
+def test_a_worker_forked_while_the_lock_is_held_does_not_keep_it(tmp_path):
+    """A pre-fork master forks its workers right after setup(), maybe while its
+    counting thread holds the lock: the workers must not hold it after it is let go
+    (with flock they did, and the master's scrapes waited on it)."""
+    import multiprocessing
+    import time
+
+    from ragas_trace.exporters.lost_requests import LOCK_NAME, _lock_within
+
+    path = str(tmp_path / LOCK_NAME)
+    fd = os.open(path, os.O_RDWR | os.O_CREAT)
+    assert _lock_within(fd, 1.0)
+    worker = multiprocessing.get_context("fork").Process(target=time.sleep, args=(30,))
+    worker.start()
+    try:
+        os.close(fd)  # the master lets go
+        other = subprocess.run(  # another process takes it as the library does
+            [sys.executable, "-c", "import os, sys; "
+             "from ragas_trace.exporters.lost_requests import _lock_within; "
+             "sys.exit(0 if _lock_within(os.open(sys.argv[1], os.O_RDWR), 0.5) else 1)",
+             path], capture_output=True, text=True, timeout=30,
+            env={**os.environ, "PYTHONPATH": str(Path(ragas_trace.__file__).parents[1])})
+        assert other.returncode == 0, other.stderr
+    finally:
+        worker.terminate()
+        worker.join(10)

@@ -12,7 +12,9 @@ it over). So a process's own counter file balances once it has ended:
 A process killed with SIGKILL (or one whose exit path was cut short) cannot count
 what it held. Whoever finds its counter file after its death, the next worker that
 starts (``setup()``) or the process serving the scrape (before each one), counts
-the difference as ``status="lost"`` in that same file, under a file lock: the file
+the difference as ``status="lost"`` in that same file, under a lock (a POSIX record
+lock on a file in the directory, waited for 2 s at most, then left to the next
+look): the file
 then balances, so finding it again counts nothing twice, and a later process with
 the same pid goes on from a balanced file."""
 
@@ -24,6 +26,7 @@ import glob
 import json
 import logging
 import os
+import threading
 import time
 from collections import Counter
 
@@ -38,6 +41,7 @@ EVALUATIONS = "ragas_evaluations_total"
 METRIC_EVALUATIONS = "ragas_metric_evaluations_total"
 SPOOL_REQUESTS = "ragas_spool_requests_total"
 LOCK_NAME = ".ragas-trace-lost.lock"
+LOCK_WAIT_S = 2.0  # at most, then skipped: a scrape is never held up longer
 # The help texts the counters are created with (prometheus_client keys values by them).
 EVALUATIONS_HELP = "RAG requests by evaluation status"
 METRIC_EVALUATIONS_HELP = "each metric of each RAG request, by what became of it"
@@ -51,31 +55,59 @@ def count_lost_of_dead_processes(path: str, exclude: frozenset[int] = frozenset(
     it neither settled nor spooled; how many. ``seen``: files already balanced, by
     (mtime, size), skipped while unchanged (a scrape's cache). Never raises for a
     file it cannot read."""
-    total = 0
+    if not _in_process.acquire(timeout=LOCK_WAIT_S):
+        return 0  # another thread of this process is at it
     try:
-        lock = open(os.path.join(path, LOCK_NAME), "a+b")  # noqa: SIM115 (held below)
+        fd = os.open(os.path.join(path, LOCK_NAME), os.O_RDWR | os.O_CREAT | os.O_CLOEXEC,
+                     0o644)
     except OSError as exc:
+        _in_process.release()
         logger.warning("ragas-trace: cannot count the requests of ended workers in %s: %s",
                        path, exc)
         return 0
-    with lock:
-        fcntl.flock(lock.fileno(), fcntl.LOCK_EX)
-        mine = os.getpid()
-        for file in sorted(glob.glob(os.path.join(glob.escape(path), "counter_*.db"))):
-            pid = os.path.basename(file).removeprefix("counter_").removesuffix(".db")
-            if not pid.isdigit() or int(pid) == mine or int(pid) in exclude \
-                    or alive(int(pid)):
+    try:
+        if not _lock_within(fd, LOCK_WAIT_S):
+            return 0  # another process is at it; the next scrape or start looks again
+        return _settle_all(path, exclude, seen)
+    finally:
+        os.close(fd)  # releases the record lock
+        _in_process.release()
+
+
+def _lock_within(fd: int, timeout_s: float) -> bool:
+    """A POSIX record lock on ``fd`` within ``timeout_s``. Record locks, not
+    ``flock``: they are the process's and are not inherited by a child forked while
+    one is held (a pre-fork master forks its workers right after ``setup()``)."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        try:
+            fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return True
+        except OSError:
+            if time.monotonic() >= deadline:
+                return False
+            time.sleep(0.02)
+
+
+def _settle_all(path: str, exclude: frozenset[int],
+                seen: dict[str, tuple[int, int]] | None) -> int:
+    total = 0
+    mine = os.getpid()
+    for file in sorted(glob.glob(os.path.join(glob.escape(path), "counter_*.db"))):
+        pid = os.path.basename(file).removeprefix("counter_").removesuffix(".db")
+        if not pid.isdigit() or int(pid) == mine or int(pid) in exclude \
+                or alive(int(pid)):
+            continue
+        try:
+            stat = os.stat(file)
+            if seen is not None and seen.get(file) == (stat.st_mtime_ns, stat.st_size):
                 continue
-            try:
+            total += _settle(file, int(pid))
+            if seen is not None:
                 stat = os.stat(file)
-                if seen is not None and seen.get(file) == (stat.st_mtime_ns, stat.st_size):
-                    continue
-                total += _settle(file, int(pid))
-                if seen is not None:
-                    stat = os.stat(file)
-                    seen[file] = (stat.st_mtime_ns, stat.st_size)
-            except (OSError, ValueError) as exc:
-                logger.warning("ragas-trace: counter file %s unreadable: %s", file, exc)
+                seen[file] = (stat.st_mtime_ns, stat.st_size)
+        except (OSError, ValueError) as exc:
+            logger.warning("ragas-trace: counter file %s unreadable: %s", file, exc)
     return total
 
 
@@ -128,3 +160,15 @@ def _settle(file: str, pid: int) -> int:
 def _add(values: object, key: str, n: int, now: float) -> None:
     current, _ = values.read_value(key)  # type: ignore[attr-defined]
     values.write_value(key, current + n, now)  # type: ignore[attr-defined]
+
+
+_in_process = threading.Lock()  # record locks do not exclude this process's threads
+
+
+def _reinit_after_fork() -> None:
+    # A thread of the parent may have held it at the fork: the child's copy stays locked.
+    global _in_process
+    _in_process = threading.Lock()
+
+
+os.register_at_fork(after_in_child=_reinit_after_fork)
