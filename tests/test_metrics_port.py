@@ -146,3 +146,16 @@ def test_internal_errors_of_every_worker_are_summed(tmp_path: Path):
               for family in MultiprocessCollector(str(tmp_path)).collect()
               for s in family.samples}
     assert merged[("ragas_internal_errors_total", (("where", "test.forced"),))] == 4.0
+
+
+def test_a_taken_port_is_said_once_per_server_not_once_per_worker(tmp_path: Path):
+    from ragas_trace.metrics_port import _first_of_server
+
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
+                          capture_output=True, text=True, check=True).stdout.strip()
+    stale = tmp_path / f".ragas-trace-port-9464-{dead}"  # a previous server's master
+    stale.touch()
+    assert _first_of_server(str(tmp_path), 9464) is True  # the first worker: WARNING
+    assert _first_of_server(str(tmp_path), 9464) is False  # its siblings: DEBUG
+    assert _first_of_server(str(tmp_path), 9465) is True  # another port
+    assert not stale.exists()

@@ -157,3 +157,21 @@ def test_evaluation_traces_can_go_to_a_project_of_their_own(clean_env):
     (root,) = [s for s in spans if s.name == "rag"]
     assert root.resource.attributes[sc.OPENINFERENCE_PROJECT_NAME] == "bot"
     assert root.attributes[sc.RAGAS_EVALUATION_TRACE_ID] == f"{evaluation.context.trace_id:032x}"
+
+
+def test_phoenix_annotations_without_a_project_say_it_is_the_default_one(clean_env, caplog):
+    def said(**kwargs: object) -> list[str]:
+        caplog.clear()
+        with caplog.at_level(logging.INFO, logger="ragas_trace"):
+            rt = ragas_trace.setup(service_name="bot", judge=ScriptedJudge(),
+                                   tracer_provider=TracerProvider(resource=Resource(
+                                       dict(kwargs.pop("resource", {})))),  # type: ignore[arg-type]
+                                   exporter=InMemorySpanExporter(), **kwargs)
+        rt.shutdown(5)
+        return [r.getMessage() for r in caplog.records if "'default' project" in r.getMessage()]
+
+    [line] = said(annotations="phoenix")
+    assert "RAGAS_TRACE_PROJECT_FROM_SERVICE" in line and "'bot'" in line
+    assert said(annotations="phoenix",
+                resource={sc.OPENINFERENCE_PROJECT_NAME: "bot"}) == []
+    assert said() == []

@@ -29,6 +29,7 @@ from ragas_trace._settings import (
     text,
 )
 from ragas_trace.exporters.annotations import DEFAULT_ENDPOINT, DEFAULT_HOST, annotation_names
+from ragas_trace.exporters.spool import DIRECTORY_NAME
 from ragas_trace.judges.base import judge_thresholds
 from ragas_trace.scorer.pricing import Price, parse_prices
 
@@ -153,9 +154,23 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("max_app_labels", "RAGAS_TRACE_MAX_APP_LABELS", 100, integer(1),
             "distinct `app` label values on the scorer's metrics; later apps are "
             "recorded as `other` and counted in `ragas_metrics_folded_labels_total`"),
-    Setting("exit_grace_s", "RAGAS_TRACE_EXIT_GRACE_S", 3.0, number(0.0),
-            "at interpreter exit and on SIGTERM, how long held spans may wait for the "
-            "judge; the rest leave with status `dropped`, reason `shutdown`"),
+    Setting("exit_grace_s", "RAGAS_TRACE_EXIT_GRACE_S", 20.0, number(0.0),
+            "at interpreter exit and on SIGTERM, the one deadline for everything held: the "
+            "judge gets up to 60 % of it for the held spans, the export of spans and "
+            "annotations the rest; what is left then goes to the spool (or leaves with "
+            "status `dropped`, reason `shutdown`, and is counted lost). The default fits "
+            "gunicorn's 30 s `graceful_timeout` with 10 s for the server's own shutdown "
+            "(uvicorn finishing its requests)"),
+    Setting("spool_dir", "RAGAS_TRACE_SPOOL_DIR", "auto", text,
+            "directory where the exit path keeps what it could not deliver by its "
+            "deadline, for the next process that starts with it: `auto` = "
+            "`$PROMETHEUS_MULTIPROC_DIR/ragas-trace-spool` when that variable is set, "
+            "else none; `none` turns it off"),
+    Setting("spool_max_mb", "RAGAS_TRACE_SPOOL_MAX_MB", 64.0, number(0.0, above=True),
+            "bound on the spool's files together, in MiB; past it entries are not kept "
+            "(logged, counted in `ragas_spool_total{event=\"full\"}`)"),
+    Setting("spool_max_entries", "RAGAS_TRACE_SPOOL_MAX_ENTRIES", 100000, integer(1),
+            "bound on the entries (spans, annotations) in the spool's files together"),
     Setting("handle_sigterm", "RAGAS_TRACE_HANDLE_SIGTERM", True, boolean,
             "install a SIGTERM handler (only where the app has none) that flushes, then "
             "ends the process as the default disposition would"),
@@ -207,6 +222,9 @@ class Settings:
     app_name: str | None
     max_app_labels: int
     exit_grace_s: float
+    spool_dir: str
+    spool_max_mb: float
+    spool_max_entries: int
     handle_sigterm: bool
 
     @classmethod
@@ -239,6 +257,17 @@ class Settings:
         if self.evaluation_spans is not None:
             return self.evaluation_spans
         return self.evaluation_project is not None or "phoenix" not in self.annotations
+
+    @property
+    def spool_path(self) -> str | None:
+        """``spool_dir`` with ``auto`` and ``none`` resolved."""
+        chosen = self.spool_dir.strip()
+        if chosen.lower() in ("", "none", "off"):
+            return None
+        if chosen.lower() != "auto":
+            return chosen
+        multiproc = os.environ.get("PROMETHEUS_MULTIPROC_DIR")
+        return os.path.join(multiproc, DIRECTORY_NAME) if multiproc else None
 
     def thresholds_for(self, judge: object) -> dict[str, float]:
         """Each metric's pass threshold: the one set here, else the judge's own

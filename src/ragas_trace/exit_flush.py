@@ -1,6 +1,10 @@
 """Every held span leaves when the process ends, also when the app never calls
-``shutdown()``: scored if the judge answers within ``exit_grace_s``, else
-exported with status ``dropped``, reason ``shutdown``.
+``shutdown()``, within one deadline, ``exit_grace_s`` (default 20 s: gunicorn's
+``graceful_timeout`` of 30 s with 10 s for the server's own shutdown): the judge
+gets up to ``JUDGE_SHARE`` of it for the held spans, the export of spans and
+annotations the rest. What is still undelivered then goes to the spool (see
+``exporters.spool``) for the next process; without one, held spans leave with
+status ``dropped``, reason ``shutdown``, and the rest is counted lost.
 
 - Normal interpreter exit. Python stops its thread pools (``concurrent.futures``)
   before it runs ``atexit`` functions, and the judge needs one (the event loop
@@ -46,7 +50,7 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger("ragas_trace")
 
-EXIT_EXPORT_S = 2.0  # after the judge's grace: the export's share of the exit path
+JUDGE_SHARE = 0.6  # of exit_grace_s: the judge's; the export (and spool) has the rest
 
 _lock = threading.Lock()
 _watched: set[RagasTrace] = set()  # strong: an app may drop what setup() returned
@@ -112,7 +116,7 @@ def _score_at_exit() -> None:
 def _export_at_exit() -> None:
     for rt in _watched_now():
         try:
-            rt.shutdown(EXIT_EXPORT_S)
+            rt.export_at_exit()
         except Exception as exc:
             logger.warning("ragas-trace: shutdown at exit failed: %s", exc)
 
@@ -176,7 +180,7 @@ def _on_sigterm(signum: int, frame: FrameType | None) -> None:
     flusher = threading.Thread(target=_flush_all, args=(watched,), daemon=True,
                                name="ragas-trace-sigterm")
     _thread_signals.start(flusher)
-    flusher.join(sum(rt.settings.exit_grace_s + EXIT_EXPORT_S for rt in watched) + 0.5)
+    flusher.join(sum(rt.settings.exit_grace_s for rt in watched) + 0.5)
     _real_signal(signal.SIGTERM, signal.SIG_DFL)
     signal.raise_signal(signal.SIGTERM)
 

@@ -6,7 +6,8 @@ did instead.
 - ``PROMETHEUS_MULTIPROC_DIR`` set (the pre-fork recipe, docs/guides/production.md):
   every process records into its own files there; the process that binds P serves
   the merge of all of them; a process that finds P taken says so and goes on
-  recording. When the serving worker dies, the next process to start (its
+  recording (the first worker of a server to find it taken says so at WARNING,
+  the others at DEBUG). When the serving worker dies, the next process to start (its
   replacement) binds P again; the files, and so the counts, outlive every process.
 - Not set: the process that binds P serves its own metrics. Another that finds P
   taken serves none (a warning names the fix), and a process forked from the
@@ -15,6 +16,8 @@ did instead.
 
 from __future__ import annotations
 
+import contextlib
+import glob
 import logging
 import os
 import weakref
@@ -23,6 +26,7 @@ from opentelemetry.metrics import MeterProvider, NoOpMeterProvider
 from opentelemetry.sdk.resources import Resource
 
 from ragas_trace import providers
+from ragas_trace._processes import alive
 from ragas_trace.exporters import multiprocess_metrics
 
 logger = logging.getLogger("ragas_trace")
@@ -38,10 +42,14 @@ def open_metrics_port(port: int, host: str, resource: Resource,
         endpoint = providers.PrometheusEndpoint(port, host, resource, multiproc_dir=path)
     except OSError as exc:
         if path is not None:
-            logger.info("ragas-trace: metrics port %s:%s is taken (%s); this process "
-                        "(pid %d) writes its metrics to PROMETHEUS_MULTIPROC_DIR=%s, whose "
-                        "merge the process holding the port serves",
-                        host, port, exc.strerror or exc, os.getpid(), path)
+            # WARNING, so that gunicorn's default logging shows it; once per server
+            # (the workers of one master), not once per worker.
+            level = logging.WARNING if _first_of_server(path, port) else logging.DEBUG
+            logger.log(level, "ragas-trace: metrics port %s:%s is taken (%s); this process "
+                       "(pid %d) and its sibling workers write their metrics to "
+                       "PROMETHEUS_MULTIPROC_DIR=%s, whose merge the process holding the "
+                       "port serves (said once per server)",
+                       host, port, exc.strerror or exc, os.getpid(), path)
             return multiprocess_metrics.MultiprocessMeterProvider(), None
         logger.warning("ragas-trace: metrics port %s:%s cannot be served (%s): this "
                        "process's (pid %d) metrics are not exported. Under a pre-fork "
@@ -56,6 +64,26 @@ def open_metrics_port(port: int, host: str, resource: Resource,
     else:
         _single_process_endpoints.add(endpoint)
     return endpoint.meter_provider, endpoint
+
+
+def _first_of_server(path: str, port: int) -> bool:
+    """Whether this is the first worker of its server (its parent: the master) to find
+    ``port`` taken: a marker file per (port, master) in the multiprocess directory;
+    markers of masters no longer running are removed."""
+    master = os.getppid()
+    marker = os.path.join(path, f".ragas-trace-port-{port}-{master}")
+    try:
+        os.close(os.open(marker, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644))
+    except FileExistsError:
+        return False
+    except OSError:
+        return True  # cannot tell: say it
+    for old in glob.glob(os.path.join(glob.escape(path), f".ragas-trace-port-{port}-*")):
+        pid = old.rsplit("-", 1)[-1]
+        if pid.isdigit() and int(pid) != master and not alive(int(pid)):
+            with contextlib.suppress(OSError):
+                os.unlink(old)
+    return True
 
 
 def _usable_multiproc_dir() -> str | None:

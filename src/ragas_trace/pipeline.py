@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import logging
+import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
@@ -13,13 +14,17 @@ from opentelemetry.sdk.trace import ReadableSpan, SpanProcessor
 from opentelemetry.sdk.trace.export import SpanExporter
 from opentelemetry.trace import Tracer
 
+from ragas_trace import _thread_signals
+from ragas_trace._internal_errors import record_internal_error
 from ragas_trace.config import Settings
 from ragas_trace.exporters.annotations import AnnotationSinks, backends
 from ragas_trace.exporters.app_label import AppLabel
 from ragas_trace.exporters.content_policy import ContentPolicy, Redactor
 from ragas_trace.exporters.evaluation_logs import EvaluationLogs
+from ragas_trace.exporters.lost_requests import count_lost_of_dead_processes
 from ragas_trace.exporters.metrics import ScorerMetrics
 from ragas_trace.exporters.processor import ScoringSpanProcessor
+from ragas_trace.exporters.spool import Spool
 from ragas_trace.judges import resolve_judge
 from ragas_trace.judges.base import Judge
 from ragas_trace.scorer.background import BackgroundScorer
@@ -150,6 +155,10 @@ def build_pipeline(
                             max_apps=settings.max_app_labels)
     thresholds = settings.thresholds_for(resolved)
     annotations = annotation_sinks(settings, metrics, policy, thresholds)
+    spool_path = settings.spool_path
+    spool = Spool(spool_path, max_bytes=int(settings.spool_max_mb * 1024 * 1024),
+                  max_entries=settings.spool_max_entries,
+                  on_event=metrics.spool) if spool_path is not None else None
     processor = ScoringSpanProcessor(
         downstream,
         scorer,
@@ -168,5 +177,31 @@ def build_pipeline(
         pricing=pricing,
         evaluation_logs=(EvaluationLogs(logger_provider, policy, thresholds)
                          if logger_provider is not None else None),
+        spool=spool,
     )
     return ScoringPipeline(processor, scorer, sampler, metrics, settings, annotations)
+
+
+REPLAY_WINDOW = 16  # spooled roots held at once while replaying (within their hold timeout)
+
+
+def recover_in_background(processor: ScoringSpanProcessor, multiproc_dir: str | None) -> None:
+    """Off the app's start-up path: count as lost what ended processes left unsettled
+    in ``multiproc_dir`` (``exporters.lost_requests``), then take over what they left
+    in the spool (``exporters.spool``)."""
+    if multiproc_dir is None and processor.spool is None:
+        return
+
+    def recover() -> None:
+        try:
+            if multiproc_dir is not None:
+                count_lost_of_dead_processes(multiproc_dir)
+            spool = processor.spool
+            # A file at a time, so that workers starting together share the work.
+            while spool is not None and (entries := spool.claim(max_files=1)):
+                processor.replay(entries, window=REPLAY_WINDOW)
+        except Exception as exc:
+            record_internal_error("pipeline.recover", exc)
+
+    _thread_signals.start(threading.Thread(target=recover, name="ragas-trace-recover",
+                                           daemon=True))

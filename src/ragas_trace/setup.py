@@ -43,13 +43,15 @@ from ragas_trace import semconv as sc
 from ragas_trace._deadline import call_within, remaining
 from ragas_trace._internal_errors import record_internal_error
 from ragas_trace.config import Settings
+from ragas_trace.exporters import multiprocess_metrics
 from ragas_trace.exporters.annotations.langfuse import is_langfuse_otlp, otlp_headers
 from ragas_trace.exporters.annotations.phoenix import base_url as phoenix_base_url
 from ragas_trace.exporters.app_label import UNKNOWN_APP
 from ragas_trace.exporters.content_policy import Redactor
+from ragas_trace.exporters.multiprocess_metrics import MultiprocessMeterProvider
 from ragas_trace.judges.base import Judge
 from ragas_trace.metrics_port import open_metrics_port
-from ragas_trace.pipeline import ScoringPipeline, build_pipeline
+from ragas_trace.pipeline import ScoringPipeline, build_pipeline, recover_in_background
 from ragas_trace.scorer.sampler import AlwaysRule
 
 if TYPE_CHECKING:
@@ -83,6 +85,7 @@ class RagasTrace:
         self._owns_meter_provider = owns_meter_provider
         self._prometheus = prometheus
         self._shut_down = False
+        self._exit_by: float | None = None  # the exit path's one deadline, once begun
 
     @property
     def processor(self) -> ScoringSpanProcessor:
@@ -204,17 +207,30 @@ class RagasTrace:
                            "logger provider flush")
 
     def flush_for_exit(self) -> bool:
-        """What the interpreter exit and SIGTERM paths do: the judge gets
-        ``exit_grace_s`` for the held spans (the rest leave as ``dropped`` /
-        ``shutdown``), then a shutdown with ``EXIT_EXPORT_S`` for the export."""
+        """What the interpreter exit and SIGTERM paths do, within one deadline
+        (``exit_grace_s`` from the first call): the judge gets up to
+        ``exit_flush.JUDGE_SHARE`` of it for the held spans, then a shutdown the rest
+        (what it cannot deliver goes to the spool, else leaves as ``dropped`` /
+        ``shutdown``)."""
         self.stop_scoring()
-        return self.shutdown(exit_flush.EXIT_EXPORT_S)
+        return self.export_at_exit()
 
     def stop_scoring(self) -> bool:
-        """The first half of ``flush_for_exit``: give the judge ``exit_grace_s``, then stop it."""
+        """The first half of ``flush_for_exit``: give the judge its share, then stop it."""
         if self.pipeline is None:
             return True
-        return self.pipeline.processor.stop_scoring(self.settings.exit_grace_s)
+        judge_until = self._exit_deadline() - (
+            (1.0 - exit_flush.JUDGE_SHARE) * self.settings.exit_grace_s)
+        return self.pipeline.processor.stop_scoring(remaining(judge_until))
+
+    def export_at_exit(self) -> bool:
+        """The second half of ``flush_for_exit``: a shutdown until the exit deadline."""
+        return self.shutdown(remaining(self._exit_deadline()))
+
+    def _exit_deadline(self) -> float:
+        if self._exit_by is None:
+            self._exit_by = time.monotonic() + self.settings.exit_grace_s
+        return self._exit_by
 
 
 def setup(
@@ -267,6 +283,12 @@ def setup(
         provider.resource.attributes.get(SERVICE_NAME, "unknown_service"))
 
     downstream = choose_downstream(resolved, exporter_object, joined=joined is not None)
+    if "phoenix" in resolved.annotations \
+            and sc.OPENINFERENCE_PROJECT_NAME not in provider.resource.attributes:
+        logger.info("ragas-trace: Phoenix annotations on; the traces carry no "
+                    "openinference.project.name, so Phoenix files them under its 'default' "
+                    "project (set project_from_service=True / "
+                    "RAGAS_TRACE_PROJECT_FROM_SERVICE=true for a project named %r)", service)
     if downstream is None and joined is None:
         logger.info("ragas-trace: no span exporter configured (set "
                     "OTEL_EXPORTER_OTLP_ENDPOINT or pass exporter=); scores go to metrics")
@@ -309,6 +331,9 @@ def setup(
     _app_names.listen(rt._handler_made)
     exit_flush.watch(rt, handle_sigterm=resolved.handle_sigterm)
     _live.add(rt)
+    recover_in_background(pipeline.processor,
+                          multiprocess_metrics.multiproc_dir()
+                          if isinstance(meter_provider, MultiprocessMeterProvider) else None)
     return rt
 
 

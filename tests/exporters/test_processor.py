@@ -30,6 +30,8 @@ def test_scored_root_is_exported_once_with_scores_and_an_evaluation_span(make_ri
     assert attrs[sc.RAGAS_ANSWER_RELEVANCE] == 0.9
     assert attrs[sc.RAGAS_CONTEXT_RELEVANCE] == 0.9
     assert attrs["ragas.faithfulness.label"] == "pass"
+    assert [attrs[f"ragas.{m}.status"] for m in
+            ("faithfulness", "answer_relevance", "context_relevance")] == ["scored"] * 3
     assert attrs[sc.RAGAS_EVALUATION_JUDGE] == "scripted"
     assert attrs[sc.RAGAS_JUDGE_PROMPT_TOKENS] == 100
     assert attrs[sc.RAGAS_STATEMENTS_TOTAL] == 2

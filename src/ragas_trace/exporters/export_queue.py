@@ -42,6 +42,7 @@ logger = logging.getLogger("ragas_trace")
 OnLost = Callable[[int, str], None]
 # Spans that left (True: the exporter took them) or never will (False).
 OnSettled = Callable[[Sequence[ReadableSpan], bool], None]
+Spill = Callable[[Sequence[ReadableSpan]], int]
 LOST_REASONS = ("queue_full", "export_failed", "shutdown")
 # The loss warnings, by template: a command that counts its deliveries itself (the
 # demo) folds them into its own report.
@@ -63,9 +64,12 @@ class ExportQueue(SpanProcessor):
 
     def __init__(self, exporter: SpanExporter, *, max_queue_size: int | None = None,
                  max_batch_size: int | None = None, schedule_delay_s: float | None = None,
-                 on_lost: OnLost | None = None, on_settled: OnSettled | None = None) -> None:
+                 on_lost: OnLost | None = None, on_settled: OnSettled | None = None,
+                 spill: Spill | None = None) -> None:
         """Unset sizes and delay come from ``OTEL_BSP_*`` as the SDK's processor reads
-        them, else its defaults (2048, 512, 5 s); a bad argument raises ``ValueError``."""
+        them, else its defaults (2048, 512, 5 s); a bad argument raises ``ValueError``.
+        ``spill``: where the spans still queued at the shutdown deadline go (the
+        spool); it returns how many it kept (the first ones), the rest are lost."""
         self.exporter = exporter
         self._max_queue: int = resolve(_MAX_QUEUE, max_queue_size, os.environ)
         self._max_batch: int = resolve(_MAX_BATCH, max_batch_size, os.environ)
@@ -80,6 +84,7 @@ class ExportQueue(SpanProcessor):
         self._export_at = max(1, min(self._max_batch, self._max_queue // 2))
         self._on_lost = on_lost
         self._on_settled = on_settled
+        self._spill = spill
         self.delivered = 0
         self.lost: Counter[str] = Counter()
         self._reported = 0  # losses already reported by a flush or shutdown
@@ -143,8 +148,14 @@ class ExportQueue(SpanProcessor):
                 self._aborted = True
                 cleared = list(self._queue)
                 self._queue.clear()
-        self._count_lost(len(cleared), "shutdown")
-        self._settle(cleared, False)
+        kept = 0
+        if cleared and self._spill is not None:
+            try:
+                kept = self._spill(cleared)
+            except Exception as exc:  # the spool never raises; a bug of ours must not either
+                logger.warning("ragas-trace: spooling spans failed: %s", exc)
+        self._count_lost(len(cleared) - kept, "shutdown")
+        self._settle(cleared[kept:], False)
         # At the deadline this cuts an exporter's retries short; its batch in flight
         # then fails and is counted as lost to the shutdown.
         call_within(self.exporter.shutdown, max(0.05, remaining(deadline)), "exporter shutdown")

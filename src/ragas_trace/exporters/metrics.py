@@ -7,6 +7,7 @@ Prometheus exporter's translation gives exactly these series (a test scrapes the
 | histogram `ragas.answer_relevance` | `ragas_answer_relevance_*` | service, app, judge, model* |
 | histogram `ragas.context_relevance` | `ragas_context_relevance_*` | service, app, judge, model* |
 | counter `ragas.faithfulness.squares` | `..._squares_total` | service, app, judge, model* |
+| counter `ragas.requests` | `ragas_requests_total` | service, app, judge |
 | counter `ragas.evaluations` | `ragas_evaluations_total` | service, app, judge, status |
 | counter `ragas.metric.evaluations` | `ragas_metric_evaluations_total` | metric, status |
 | counter `ragas.verdicts` | `ragas_verdicts_total` | service, app, judge, model, metric, label |
@@ -20,8 +21,21 @@ Prometheus exporter's translation gives exactly these series (a test scrapes the
 | counter `ragas.scorer.over_budget` | `ragas_scorer_over_budget_total` | budget |
 | counter `ragas.export.lost` | `ragas_export_lost_total` | signal, reason |
 | counter `ragas.annotations` | `ragas_annotations_total` | sink, outcome (see below) |
+| counter `ragas.spool.requests` | `ragas_spool_requests_total` | service, app, judge, event |
+| counter `ragas.spool` | `ragas_spool_total` | kind, event |
 | counter `ragas.metrics.folded_labels` | `ragas_metrics_folded_labels_total` | label |
 | observable counter `ragas.internal_errors` | `ragas_internal_errors_total` | where |
+
+``ragas.requests`` counts each RAG request once, when its root span ends; once
+settled it is counted once in ``ragas.evaluations`` under its status, so that (once
+nothing is held, queued or in the spool) requests = the sum of
+``ragas.evaluations`` over ``status``. A request spooled at exit is counted in
+``ragas.spool.requests`` as ``written`` by the process that spooled it and
+``claimed`` by the one that took it over (which then settles it); requests of a
+process that ended without settling or spooling them (killed) are counted with
+status ``lost`` by another (``exporters.lost_requests``). ``ragas.spool`` counts
+spool entries (``kind`` held / span / annotation) by ``event``: ``written``,
+``claimed``, ``full``, ``unwritable``, ``corrupt`` (``exporters.spool``).
 
 ``ragas.metric.evaluations`` counts each metric of each request once, whatever became
 of it, so that per metric the requests in are the sum over ``status``: the metric's
@@ -101,6 +115,7 @@ from opentelemetry.trace import NonRecordingSpan, SpanContext, TraceFlags
 
 from ragas_trace._internal_errors import internal_error_counts
 from ragas_trace.exporters.label_cap import LabelCap
+from ragas_trace.exporters.lost_requests import EVALUATIONS_HELP, METRIC_EVALUATIONS_HELP
 from ragas_trace.exporters.score_attributes import verdict
 from ragas_trace.exporters.series_at_zero import create_at_zero
 from ragas_trace.results import Metric, MetricStatus, Scores
@@ -141,11 +156,18 @@ class ScorerMetrics:
         self._faithfulness_squares = meter.create_counter(
             "ragas.faithfulness.squares",
             description="sum of the squared faithfulness scores of scored requests")
+        self._requests = meter.create_counter(
+            "ragas.requests", description="RAG requests, counted when their root span ends")
         self._evaluations = meter.create_counter(
-            "ragas.evaluations", description="RAG requests by evaluation status")
+            "ragas.evaluations", description=EVALUATIONS_HELP)
         self._metric_evaluations = meter.create_counter(
-            "ragas.metric.evaluations",
-            description="each metric of each RAG request, by what became of it")
+            "ragas.metric.evaluations", description=METRIC_EVALUATIONS_HELP)
+        self._spool_requests = meter.create_counter(
+            "ragas.spool.requests",
+            description="RAG requests kept in the spool at exit (written) and taken over "
+                        "from it by a later process (claimed)")
+        self._spool = meter.create_counter(
+            "ragas.spool", description="spool entries by kind and what became of them")
         self._verdicts = meter.create_counter(
             "ragas.verdicts",
             description="scored metrics by pass / fail against the scoring judge's thresholds")
@@ -203,6 +225,7 @@ class ScorerMetrics:
         self._primed.add(key)
         attrs = {"service": self.service, "app": app, "judge": judge}
         if model is None:
+            create_at_zero(self._requests, attrs)
             for status in EvaluationStatus:
                 create_at_zero(self._evaluations, {**attrs, "status": str(status)})
         else:
@@ -270,6 +293,20 @@ class ScorerMetrics:
 
     def over_budget(self, budget: str) -> None:
         self._over_budget.add(1, {"budget": budget})
+
+    def request(self, app: str | None, judge: str) -> None:
+        """One RAG request whose root span ended (the app's thread: one counter add)."""
+        self._requests.add(1, {"service": self.service, "app": self._app(app, count=False),
+                               "judge": judge})
+
+    def spool_request(self, event: str, app: str | None, judge: str) -> None:
+        """A request ``written`` to the spool, or ``claimed`` from it."""
+        self._spool_requests.add(1, {"service": self.service,
+                                     "app": self._app(app, count=False),
+                                     "judge": judge, "event": event})
+
+    def spool(self, kind: str, event: str, n: int = 1) -> None:
+        self._spool.add(n, {"kind": kind, "event": event})
 
     def not_scored(self, status: EvaluationStatus, app: str | None, judge: str) -> None:
         self._evaluations.add(1, {"service": self.service, "app": self._app(app, count=True),

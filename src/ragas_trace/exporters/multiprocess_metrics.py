@@ -44,6 +44,8 @@ from opentelemetry.util.types import Attributes
 
 from ragas_trace import _thread_signals
 from ragas_trace._internal_errors import record_internal_error
+from ragas_trace._processes import alive
+from ragas_trace.exporters.lost_requests import count_lost_of_dead_processes
 
 logger = logging.getLogger("ragas_trace")
 MULTIPROC_DIR_ENV = "PROMETHEUS_MULTIPROC_DIR"
@@ -266,32 +268,27 @@ def forget_dead_processes(path: str) -> None:
 
     for file in glob.glob(os.path.join(path, f"gauge_{GAUGE_MODE}_*.db")):
         pid = file.rsplit("_", 1)[-1].removesuffix(".db")
-        if pid.isdigit() and not _alive(int(pid)):
+        if pid.isdigit() and not alive(int(pid)):
             multiprocess.mark_process_dead(int(pid), path)  # type: ignore[no-untyped-call]
 
 
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True  # another user's process
-    return True
-
-
 class MultiprocessCollector:
-    """prometheus_client's ``MultiProcessCollector`` after ``forget_dead_processes``."""
+    """prometheus_client's ``MultiProcessCollector`` after ``forget_dead_processes``
+    and ``count_lost_of_dead_processes``."""
 
     def __init__(self, path: str) -> None:
         from prometheus_client.multiprocess import MultiProcessCollector
 
         self._path = path
         self._merged = MultiProcessCollector(None, path)  # type: ignore[no-untyped-call]
+        self._balanced: dict[str, tuple[int, int]] = {}
 
     def collect(self) -> Iterable[Any]:
         try:
             forget_dead_processes(self._path)
         except OSError:
             pass  # a file another scrape removed first
+        # A worker killed since the last scrape: its unsettled requests count as lost
+        # in this scrape already, not only when a replacement starts.
+        count_lost_of_dead_processes(self._path, seen=self._balanced)
         return self._merged.collect()  # type: ignore[no-untyped-call,no-any-return]

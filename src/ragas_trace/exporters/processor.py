@@ -12,12 +12,12 @@ queue full, judge failed or too slow, shutdown) is exported unscored with
 from __future__ import annotations
 
 import functools
+import logging
 import os
 import threading
 import time
 import weakref
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
 
 from opentelemetry import context as otel_context
 from opentelemetry.context import Context
@@ -45,6 +45,8 @@ from ragas_trace.exporters.export_queue import ExportQueue
 from ragas_trace.exporters.metrics import ScorerMetrics
 from ragas_trace.exporters.score_attributes import score_attributes
 from ragas_trace.exporters.span_copy import copy_span
+from ragas_trace.exporters.spool import Spool
+from ragas_trace.exporters.spooling import Held, Spooling
 from ragas_trace.exporters.trace_buffer import Ended, TraceBuffer
 from ragas_trace.extract import extract_record, question_of, span_kind
 from ragas_trace.judges.base import judge_thresholds
@@ -55,20 +57,17 @@ from ragas_trace.scorer.outcome import EvaluationStatus, Outcome
 from ragas_trace.scorer.pricing import JudgePricing
 from ragas_trace.scorer.sampler import TOKEN_BUDGET, USD_BUDGET, Sampler
 
+logger = logging.getLogger("ragas_trace")
+
 _ROOT_KINDS = frozenset({"CHAIN", "AGENT"})
 _SUPPRESS = otel_context._SUPPRESS_INSTRUMENTATION_KEY
 _PARTIAL_STREAMS = frozenset({sc.STREAM_ABANDONED, sc.STREAM_ERROR})
 _BUDGETS = frozenset({TOKEN_BUDGET, USD_BUDGET})
 EXPORT_RESERVE_S = 1.0
+SPOOL_RESERVE_S = 0.5  # of a shutdown with a spool: the last part, for writing it
 
 
-@dataclass
-class _Held:
-    span: ReadableSpan
-    deadline: float
-
-
-class ScoringSpanProcessor(SpanProcessor):
+class ScoringSpanProcessor(Spooling, SpanProcessor):
     """Wraps ``downstream`` (a ``SpanProcessor``, or a ``SpanExporter`` which gets an
     ``ExportQueue``: batching that keeps its deadlines and counts every lost span).
     With ``downstream=None`` nothing is forwarded: use that when the provider's other
@@ -79,7 +78,9 @@ class ScoringSpanProcessor(SpanProcessor):
     gives a root's ``app`` metric label (default: its ``ragas.app.name``, else
     ``unknown``; see ``exporters.app_label``). ``pricing`` prices the judge's tokens
     (the cost counter and the USD budget); ``evaluation_logs`` emits the
-    ``gen_ai.evaluation.result`` log records.
+    ``gen_ai.evaluation.result`` log records. ``spool``: where ``shutdown`` keeps what
+    it could not deliver by its deadline (spans not scored yet, spans not exported yet
+    and annotations not sent yet), for a later process's ``replay``.
     """
 
     def __init__(
@@ -101,6 +102,7 @@ class ScoringSpanProcessor(SpanProcessor):
         app_label: Callable[[ReadableSpan], str] | None = None,
         pricing: JudgePricing | None = None,
         evaluation_logs: EvaluationLogs | None = None,
+        spool: Spool | None = None,
     ) -> None:
         if hold_timeout_s <= 0:
             raise ValueError(f"hold_timeout_s must be > 0, got {hold_timeout_s!r}")
@@ -116,11 +118,18 @@ class ScoringSpanProcessor(SpanProcessor):
         self.annotations = annotations
         self.pricing = pricing
         self.evaluation_logs = evaluation_logs
+        self.spool = spool
+        # Spans shutdown spooled or released itself: their scorer callback, if it
+        # still comes, changes nothing (no second export, no second count).
+        self._handed_over: set[tuple[int, int]] = set()
+        self._warned_corrupt = False
+        self._dropped_at_shutdown = 0  # roots the shutdown left unscored, for its warning
         # Annotations of a root copy we export wait for its export (see _settled).
         self._awaiting: dict[tuple[int, int], Prepared] = {}
         if isinstance(downstream, SpanExporter):
             downstream = ExportQueue(downstream, on_lost=self.metrics.export_lost,
-                                     on_settled=self._settled if annotations else None)
+                                     on_settled=self._settled if annotations else None,
+                                     spill=self._spill_exports if spool else None)
         self._downstream = downstream
         self.metrics.observe(held=lambda: self.held_count, queued=lambda: scorer.queued)
         self._evaluation_spans = evaluation_spans
@@ -130,7 +139,7 @@ class ScoringSpanProcessor(SpanProcessor):
         self._traces = TraceBuffer(max_open_traces)
         self._lock = threading.Lock()
         self._wake = threading.Condition(self._lock)
-        self._held: dict[tuple[int, int], _Held] = {}
+        self._held: dict[tuple[int, int], Held] = {}
         self._closed = False
         self._start_reaper()
         _processors.add(self)
@@ -212,19 +221,30 @@ class ScoringSpanProcessor(SpanProcessor):
             self._wake.notify_all()
         drained = self.scorer.shutdown(remaining(_judge_deadline(deadline)))
         with self._lock:
-            leftovers = list(self._held.values())
+            leftovers = list(self._held.items())
             self._held.clear()
-        for held in leftovers:
+            self._handed_over.update(key for key, _ in leftovers)
+        spooled = self._spool_held([held for _, held in leftovers])
+        for held in [held for _, held in leftovers][spooled:]:
+            self._dropped_at_shutdown += 1
+            self._count_dropped(held.span, "shutdown")
             self._release(held.span, EvaluationStatus.DROPPED, "shutdown")
+        if self._dropped_at_shutdown:
+            logger.warning("ragas-trace: %d RAG request(s) left unscored at shutdown "
+                           "(exported with status dropped, reason shutdown%s); counted in "
+                           "ragas_evaluations_total", self._dropped_at_shutdown,
+                           "; the spool did not take them" if self.spool else
+                           "; a spool (spool_dir) would keep them for the next start")
+        # With a spool, its write keeps the last part (what is left then goes there).
+        end = deadline - (min(SPOOL_RESERVE_S, remaining(deadline) / 4) if self.spool else 0)
         if self.annotations is None:
-            delivered, annotated = self._shutdown_downstream(deadline), True
+            delivered, annotated = self._shutdown_downstream(end), True
         else:  # annotations leave after their spans' export: theirs is the last part
-            delivered = self._shutdown_downstream(_judge_deadline(deadline))
-            annotated = self.annotations.shutdown(remaining(deadline))
+            delivered = self._shutdown_downstream(_judge_deadline(end))
+            annotated = self.annotations.shutdown(
+                remaining(end), spill=self._spill_annotations if self.spool else None)
         self._reaper.join(min(0.1, remaining(deadline)))
-        return drained and delivered and annotated
-
-    # -- internals -------------------------------------------------------------------
+        return drained and delivered and annotated and not leftovers
 
     def _started(self, span: ReadableSpan, track: bool) -> None:
         root_kind = span_kind(span) in _ROOT_KINDS
@@ -239,6 +259,7 @@ class ScoringSpanProcessor(SpanProcessor):
         if ended is Ended.OTHER:
             self._forward(span)
             return
+        self.metrics.request(self._app_label(span), self.scorer.judge_name)
         if ended is Ended.ROOT_WITHOUT_QUESTION:
             self._unscorable(span, str(MetricStatus.NO_QUESTION))
             return
@@ -264,12 +285,17 @@ class ScoringSpanProcessor(SpanProcessor):
                                     self.scorer.judge_name)
             self._release(span, EvaluationStatus.NOT_SAMPLED, decision.reason)
             return
+        self._hold(span, descendants)
+
+    def _hold(self, span: ReadableSpan, descendants: Sequence[ReadableSpan]) -> None:
+        """Hold a sampled root and hand it to the scorer."""
         key = self._key(span)
         with self._lock:
             refused = ("shutdown" if self._closed
                        else "hold_full" if len(self._held) >= self._max_held else None)
             if refused is None:
-                self._held[key] = _Held(span, time.monotonic() + self.hold_timeout_s)
+                self._held[key] = Held(span, time.monotonic() + self.hold_timeout_s,
+                                        descendants if self.spool is not None else ())
                 if len(self._held) == 1:
                     self._wake.notify()
         if refused is not None:
@@ -280,6 +306,8 @@ class ScoringSpanProcessor(SpanProcessor):
         retrievers = [d for d in descendants if span_kind(d) == "RETRIEVER"] \
             if self.annotations is not None else []
         if not self.scorer.submit(source, functools.partial(self._scored, span, retrievers)):
+            if self.spool is not None and self.scorer.closed:
+                return  # the exit path stopped the judge: shutdown spools it
             with self._lock:
                 still_held = self._held.pop(key, None) is not None
             if still_held:
@@ -288,8 +316,18 @@ class ScoringSpanProcessor(SpanProcessor):
     def _scored(self, span: ReadableSpan, retrievers: list[ReadableSpan],
                 record: RagRecord | None, outcome: Outcome) -> None:
         """Scorer thread: the judge's answer for ``span``."""
+        key = self._key(span)
+        with self._lock:
+            if key in self._handed_over:
+                self._handed_over.discard(key)
+                return  # shutdown spooled or released it already
+            if (self.spool is not None and outcome.status is EvaluationStatus.DROPPED
+                    and outcome.reason == "shutdown" and key in self._held):
+                return  # the judge was stopped: shutdown spools it, unscored and uncounted
         judge = self.scorer.judge_name
         app = self._app_label(span)
+        if outcome.status is EvaluationStatus.DROPPED and outcome.reason == "shutdown":
+            self._dropped_at_shutdown += 1
         self.metrics.evaluation(outcome, app, judge, self.thresholds,
                                 model=record.model if record is not None else None,
                                 evaluated=span.context)
@@ -369,10 +407,13 @@ class ScoringSpanProcessor(SpanProcessor):
         self._release(span, EvaluationStatus.UNSCORABLE, reason)
 
     def _drop(self, span: ReadableSpan, reason: str) -> None:
+        self._count_dropped(span, reason)
+        self._release(span, EvaluationStatus.DROPPED, reason)
+
+    def _count_dropped(self, span: ReadableSpan, reason: str) -> None:
         self.metrics.dropped(reason)
         self.metrics.not_scored(EvaluationStatus.DROPPED, self._app_label(span),
                                 self.scorer.judge_name)
-        self._release(span, EvaluationStatus.DROPPED, reason)
 
     def _release(self, span: ReadableSpan, status: EvaluationStatus, reason: str) -> None:
         self._export_root(span, score_attributes(Outcome(status, reason=reason),
@@ -497,6 +538,7 @@ def _reinit_after_fork() -> None:
         processor._wake = threading.Condition(processor._lock)
         processor._held.clear()
         processor._awaiting.clear()
+        processor._handed_over.clear()
         processor._traces = TraceBuffer(processor._traces.max_traces)
         if not processor._closed:
             processor._start_reaper()

@@ -64,12 +64,13 @@ def score_attributes(outcome: Outcome, judge: str | None,
         result = scores.result(metric)
         if result.status is MetricStatus.SKIPPED and not result.reason:
             continue  # not requested; a skip with a reason (an input limit) is shown
+        # Every metric the judge was asked about says what became of it, ``scored``
+        # included, so that one filter (``ragas.faithfulness.status``) finds each kind.
+        attrs[sc.metric_status_attribute(metric)] = str(result.status)
         if result.value is not None:
             attrs[sc.metric_attribute(metric)] = result.value
             attrs[sc.metric_label_attribute(metric)] = verdict(metric, result.value,
                                                                thresholds)
-        else:
-            attrs[sc.metric_status_attribute(metric)] = str(result.status)
     attrs[sc.RAGAS_JUDGE_PROMPT_TOKENS] = scores.usage.prompt_tokens
     attrs[sc.RAGAS_JUDGE_COMPLETION_TOKENS] = scores.usage.completion_tokens
     if scores.usage.invalid_usage:

@@ -25,7 +25,7 @@ from ragas_trace.gateway.forward import ForwardQueue
 from ragas_trace.gateway.settings import GatewaySettings
 from ragas_trace.gateway.stats import GatewayStats
 from ragas_trace.judges.base import Judge
-from ragas_trace.pipeline import build_pipeline
+from ragas_trace.pipeline import build_pipeline, recover_in_background
 from ragas_trace.setup import choose_logger_provider
 
 logger = logging.getLogger(__name__)
@@ -80,6 +80,7 @@ class ScoringSink:
         # rules' increase() counts it (exporters.series_at_zero).
         for app in (*(settings.app_names or ()), UNKNOWN_APP):
             self.pipeline.metrics.prime(app, self.processor.scorer.judge_name)
+        recover_in_background(self.processor, None)  # what a previous gateway spooled
         self._forward = forward
         self._stats = stats
 

@@ -16,6 +16,9 @@ class EvaluationStatus(StrEnum):
     FAILED = "failed"  # the judge failed, or the circuit breaker is open
     TIMEOUT = "timeout"  # per-record judge timeout, or the hold timeout passed first
     DROPPED = "dropped"  # a bound was hit (hold buffer, queue) or shutdown came first
+    # Metrics only: the process ended (killed) before the request got another status;
+    # counted by another process (exporters.lost_requests). No span carries it.
+    LOST = "lost"
 
 
 @dataclass(frozen=True)

@@ -17,7 +17,7 @@ import os
 import threading
 import time
 from collections import deque
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -35,6 +35,8 @@ _MAX_BACKOFF_S = 5.0
 
 
 STORED, RETRIED, REFUSED, LOST = "stored", "retried", "refused", "lost"
+# Where what is left at the shutdown deadline goes (the spool): (sink, items) -> kept.
+Spill = Callable[[str, Sequence[ScoreAnnotation]], int]
 
 
 class SendError(Exception):
@@ -97,7 +99,11 @@ class AnnotationQueue:
         self._changed = threading.Condition(self._lock)
         self._queue: deque[ScoreAnnotation] = deque()
         self._in_flight = 0
+        self._batch: list[ScoreAnnotation] = []  # the one being sent
         self._closed = False
+        self._abandoned = False  # join took the batch in flight: its outcome is not ours
+        self._parked = False  # the deadline came: the rest is left for join's spill
+        self._spill: Spill | None = None
         self._deadline = float("inf")
         self._worker = threading.Thread(target=self._run, daemon=True,
                                         name=f"ragas-trace-annotations-{self.backend.name}")
@@ -122,9 +128,12 @@ class AnnotationQueue:
                     self._started = True
                     _thread_signals.start(self._worker)
                 self._changed.notify_all()
-        dropped = len(annotations) - len(taken)
-        if dropped:
-            self._count(LOST, dropped, "annotation queue full" if not self._closed
+        rest = annotations[len(taken):]
+        if rest and self._closed and self._spill is not None:
+            # Late (their span's export ended after the shutdown began): to the spool.
+            rest = rest[self._spilled(rest):]
+        if rest:
+            self._count(LOST, len(rest), "annotation queue full" if not self._closed
                         else "annotation queue closed")
 
     def lost(self, n: int, why: str) -> None:
@@ -142,13 +151,14 @@ class AnnotationQueue:
                 self._changed.wait(remaining)
         return True
 
-    def close(self, deadline: float) -> bool:
-        """Take no more; the worker sends what is queued until ``deadline`` (monotonic).
-        ``False`` if it was closed already."""
+    def close(self, deadline: float, spill: Spill | None = None) -> bool:
+        """Take no more (what comes later goes to ``spill`` if given); the worker sends
+        what is queued until ``deadline`` (monotonic). ``False`` if closed already."""
         with self._lock:
             if self._closed:
                 return False
             self._closed = True
+            self._spill = spill
             self._deadline = deadline
             self._changed.notify_all()
             return True
@@ -161,16 +171,32 @@ class AnnotationQueue:
         return self.join(deadline)
 
     def join(self, deadline: float) -> bool:
-        """Wait for the worker until ``deadline``, then drop (and count) what is left."""
+        """Wait for the worker until ``deadline``, then hand what is left to the spill
+        given to ``close`` (the spool: it returns how many it kept), else drop (and
+        count) it. With a spill, a batch still in flight goes there too (the backend
+        may store it twice: it upserts by span and name)."""
         if self._started:
             self._worker.join(max(0.0, deadline - time.monotonic()))
         with self._lock:
-            left = len(self._queue)
+            left = list(self._queue)
             self._queue.clear()
+            if self._spill is not None and self._worker.is_alive() and self._batch:
+                left.extend(self._batch)
+                self._abandoned = True
             self._changed.notify_all()
-        if left:
-            self._count(LOST, left, "shutdown deadline")
-        return left == 0 and not self._worker.is_alive()
+        kept = self._spilled(left) if left else 0
+        if len(left) > kept:
+            self._count(LOST, len(left) - kept, "shutdown deadline")
+        return not left and not self._worker.is_alive()
+
+    def _spilled(self, items: Sequence[ScoreAnnotation]) -> int:
+        if self._spill is None:
+            return 0
+        try:
+            return self._spill(self.backend.name, items)
+        except Exception as exc:  # the spool never raises; a bug of ours must not either
+            logger.warning("ragas-trace: spooling annotations failed: %s", exc)
+            return 0
 
     # -- worker -----------------------------------------------------------------------
 
@@ -181,16 +207,18 @@ class AnnotationQueue:
             with self._lock:
                 while not self._queue and not self._closed:
                     self._changed.wait()
-                if not self._queue:
-                    return
+                if not self._queue or self._parked:
+                    return  # what is still queued is join's (for the spool)
                 batch = [self._queue.popleft()
                          for _ in range(min(self._max_batch, len(self._queue)))]
                 self._in_flight = len(batch)
+                self._batch = batch
             try:
                 self._deliver(batch)
             finally:
                 with self._lock:
                     self._in_flight = 0
+                    self._batch = []
                     self._changed.notify_all()
             del batch  # not kept through the next wait, as the export queue's
 
@@ -216,6 +244,14 @@ class AnnotationQueue:
             if not again:
                 return
             if time.monotonic() + backoff >= limit:
+                if limit == self._deadline and self._closed and self._spill is not None:
+                    # Cut short by the shutdown deadline: back in the queue, for ``join``
+                    # to hand to the spool with the rest; this worker is done.
+                    with self._lock:
+                        if not self._abandoned:
+                            self._queue.extendleft(reversed([f.annotation for f in again]))
+                        self._parked = True
+                    return
                 self._count(LOST, len(again), f"still failing: {again[0].message}")
                 return
             self._count(RETRIED, len(again))
@@ -229,8 +265,8 @@ class AnnotationQueue:
             self._changed.wait(seconds)
 
     def _count(self, outcome: str, n: int, why: str | None = None) -> None:
-        if n <= 0:
-            return
+        if n <= 0 or (self._abandoned and threading.current_thread() is self._worker):
+            return  # the batch join handed to the spool: counted where it is sent
         self._metrics.annotations(self.backend.name, outcome, n)
         if why is not None and outcome not in self._warned:
             self._warned.add(outcome)

@@ -12,7 +12,7 @@ from collections.abc import Mapping, Sequence
 
 from opentelemetry.sdk.trace import ReadableSpan
 
-from ragas_trace.exporters.annotations.queue import AnnotationBackend, AnnotationQueue
+from ragas_trace.exporters.annotations.queue import AnnotationBackend, AnnotationQueue, Spill
 from ragas_trace.exporters.annotations.scores import ScoreAnnotation, score_annotations
 from ragas_trace.exporters.content_policy import ContentPolicy
 from ragas_trace.exporters.metrics import ScorerMetrics
@@ -86,8 +86,10 @@ class AnnotationSinks:
         return all([q.force_flush(max(0.0, deadline - time.monotonic()))
                     for q in self._queues])
 
-    def shutdown(self, timeout_s: float) -> bool:
+    def shutdown(self, timeout_s: float, spill: Spill | None = None) -> bool:
+        """``spill(sink, annotations)``: where what is still queued at the deadline
+        goes (the spool); it returns how many it took, and the rest are lost."""
         # One deadline for all: every queue sends in parallel until it.
         deadline = time.monotonic() + timeout_s
-        closing = [q for q in self._queues if q.close(deadline)]
+        closing = [q for q in self._queues if q.close(deadline, spill)]
         return all([q.join(deadline) for q in closing])
