@@ -123,6 +123,8 @@ class RagasTrace:
         else ``unknown``), so that the rules count its first scores. ``setup()`` calls
         it, and a handler made with an ``app_name`` announces it (``_app_names``).
         Never raises."""
+        if self.pipeline is None:
+            return  # judge='off': the scoring process has the series
         try:
             self.pipeline.metrics.prime(app_name or self.settings.app_name or UNKNOWN_APP,
                                         self.pipeline.scorer.judge_name)
