@@ -15,7 +15,8 @@ relevance thresholds on the public dev pairs.
 Data (``tools/judge_data.py``): RAGTruth summarisation and data-to-text (statement
 labels from the hallucinated spans), AttributionBench dev (claim labels), HaluEval
 QA and the public extractive-QA dev pairs (answer labels, used for answers of one
-statement). Cross-validation is by
+statement). A third of each set's sources is held out
+(``judge_data.held_back``): nothing here reads it. Cross-validation (of the rest) is by
 source passage (every answer to one passage in one fold), five folds, fold of a
 source fixed by a hash of its name: the script, the data and that rule rebuild the
 same file.
@@ -39,7 +40,17 @@ import numpy as np
 from scipy.optimize import minimize
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from judge_data import PUBLIC_PAIRS, Answer, development, overlaps, shared_data
+from judge_data import (
+    HOLDOUT_SEED,
+    HOLDOUT_SHARE,
+    PUBLIC_PAIRS,
+    Answer,
+    development,
+    held_back,
+    overlaps,
+    public_group,
+    shared_data,
+)
 
 from ragas_trace.judges.local import LocalJudge
 from ragas_trace.judges.local.embedder import Embedder
@@ -125,6 +136,14 @@ def load(path: Path) -> list[Measured]:
         out.append(Measured(Answer(**a), [tuple(s) for s in row["statements"]],
                             row["whole"]))
     return out
+
+
+def split_holdout(measured: Sequence[Measured]) -> tuple[list[Measured], list[Measured]]:
+    """(what the fit may read, the holdout it never reads): ``judge_data.held_back``."""
+    fitting, holdout = [], []
+    for m in measured:
+        (holdout if held_back(m.answer.dataset, m.answer.group) else fitting).append(m)
+    return fitting, holdout
 
 
 def statement_labels(m: Measured) -> list[int | None]:
@@ -353,8 +372,10 @@ def relevance_thresholds(threads: int) -> dict[str, float]:
     against an answer to another question on the same passage, the passage against
     the passage padded with sentences the question does not need."""
     judge = LocalJudge(embedder=Embedder(threads=threads, cache_size=50_000))
-    rows = [json.loads(line) for line in PUBLIC_PAIRS.read_text(encoding="utf-8").splitlines()
-            if line.strip() and json.loads(line)["split"].endswith("/dev")]
+    rows = [row for line in PUBLIC_PAIRS.read_text(encoding="utf-8").splitlines()
+            if line.strip() and (row := json.loads(line))["split"].endswith("/dev")
+            and not held_back("public-dev", public_group(row["split"].split("/")[0],
+                                                         str(row["id"])))]
     ar, cr = Metric.ANSWER_RELEVANCE, Metric.CONTEXT_RELEVANCE
 
     def one(row: dict[str, Any]) -> tuple[float | None, ...]:
@@ -397,9 +418,10 @@ def main() -> int:
                         help="report the cross-validated log-loss for several L2 strengths")
     parser.add_argument("--out", type=Path, default=MODEL_FILE)
     args = parser.parse_args()
-    measured = development_measured(args.features, args.threads)
-    if measured is None:
+    everything = development_measured(args.features, args.threads)
+    if everything is None:
         return 2
+    measured, holdout = split_holdout(everything)
     if args.c_grid:
         for l2 in (0.1, 0.3, 1.0, 3.0, 10.0, 30.0):
             print(f"L2 {l2}: cross-validated log-loss {log_loss(measured, l2):.4f}")
@@ -412,6 +434,8 @@ def main() -> int:
         "about": "Fitted by tools/fit_local_judge.py; see docs/guides/local-judge.md.",
         "data": sorted({a.dataset for a in answers}),
         "answers": len(answers),
+        "holdout": {"seed": HOLDOUT_SEED, "share": f"1 source in {HOLDOUT_SHARE}",
+                    "answers": len(holdout), "read": False},
         "statements": counts,
         "folds": FOLDS, "l2": L2, "clean_pass": CLEAN_PASS, "real_weight": REAL_WEIGHT,
         "lexical_weight": LEXICAL_WEIGHT,
