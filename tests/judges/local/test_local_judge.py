@@ -9,8 +9,6 @@ import pytest
 from ragas_trace import _internal_errors
 from ragas_trace.judges.base import Judge
 from ragas_trace.judges.local import Embedder, LocalJudge
-from ragas_trace.judges.local.scoring import answer_relevance
-from ragas_trace.judges.local.tokens import Vocabulary, content_tokens
 from ragas_trace.results import ALL_METRICS, Metric, MetricStatus
 
 CONTEXT = ("The Eiffel Tower was completed in March 1889 as the entrance arch to the World's "
@@ -86,7 +84,8 @@ def test_a_wrong_sign_is_a_wrong_number(judge: LocalJudge, passing: float) -> No
     right = judge.evaluate_sync(question, [context], "Seawater freezes at about -2 °C.")
     wrong = judge.evaluate_sync(question, [context], "Seawater freezes at about 2 degrees Celsius.")
     assert right.faithfulness is not None and wrong.faithfulness is not None
-    assert wrong.faithfulness < passing <= right.faithfulness
+    assert wrong.faithfulness < right.faithfulness
+    assert passing <= right.faithfulness
 
 
 @pytest.mark.parametrize("evasive", [
@@ -148,7 +147,8 @@ def test_an_answer_to_one_part_of_a_compound_question_is_incomplete(judge: Local
     part = judge.evaluate_sync(question, [context], "The Harbour Museum is on the old quay in "
                                "Port Elin, and it opened in 1974.")
     assert both.answer_relevance is not None and part.answer_relevance is not None
-    assert both.answer_relevance >= judge.thresholds["answer_relevance"] > part.answer_relevance
+    assert both.answer_relevance >= judge.thresholds["answer_relevance"]
+    assert both.answer_relevance > part.answer_relevance
     assert "no answer to" not in (both.reasons["answer_relevance"] or "")
     assert '"what is its main collection"' in (part.reasons["answer_relevance"] or "")
 
@@ -159,28 +159,48 @@ def test_a_spanish_compound_question_needs_both_parts_answered(judge: LocalJudge
     both = judge.evaluate_sync(question, [context], context)
     part = judge.evaluate_sync(question, [context], "El museo Varnholm se fundó en 1921.")
     assert both.answer_relevance is not None and part.answer_relevance is not None
-    assert both.answer_relevance >= judge.thresholds["answer_relevance"] > part.answer_relevance
+    assert both.answer_relevance >= judge.thresholds["answer_relevance"]
+    assert both.answer_relevance > part.answer_relevance
     assert '"dónde está"' in (part.reasons["answer_relevance"] or "")
 
 
-def test_names_the_context_lacks_lower_relevance_only_so_far() -> None:
-    # Relevance is not factuality (faithfulness judges the names): past two a
-    # statement, more names the context lacks lower it no further.
-    question = "Which stations does the night bus stop at?"
-    grounded = Vocabulary(content_tokens("The night bus stops at Central Station."))
+# question, answer, a passage that says so, one that names someone else, an unrelated one
+ANSWERS_AND_PASSAGES = [
+    ("Who wrote the report?", "Dr. Amara Osei wrote the report for the ministry.",
+     "Dr. Amara Osei wrote the report for the ministry in 2021.",
+     "The report for the ministry was written by Jonas Lind.",
+     "The harbour ferry leaves at seven every morning."),
+    ("Who founded Acme?", "Acme was founded by John Doe in 1999.",
+     "John Doe founded Acme in 1999 in Ohio.",
+     "Acme was founded by Mary Major in 1987.",
+     "Tomatoes grow best in warm, sunny weather."),
+    ("When did the ferry line start?", "1958",
+     "The ferry line started service in 1958.", "The ferry line started service in 1964.",
+     "The museum is closed on Mondays."),
+]
 
-    def relevance(stations: str) -> float:
-        return answer_relevance(question, 0.6, f"The night bus stops at {stations}.",
-                                grounded, lambda word: 1.0)[0]
 
-    few = relevance("Alder Park and Birch Lane")
-    many = relevance("Alder Park, Birch Lane, Cedar Hill, Dock Road, Elm Square, Fir Gate "
-                     "and Glen Cross")
-    assert relevance("Central Station") > few == pytest.approx(many)
-    # ...and the reason names the first few (a span keeps 200 characters of it).
-    reason = answer_relevance(question, 0.6, "The night bus stops at " + ", ".join(
-        f"platform {i}" for i in range(400)) + ".", grounded, lambda word: 1.0)[1]
-    assert reason.endswith("not in the context: 0, 1, 2 and 397 more"), reason
+@pytest.mark.parametrize(("question", "answer", "supporting", "contradicting", "unrelated"),
+                         ANSWERS_AND_PASSAGES)
+def test_answer_relevance_reads_the_question_and_the_answer_only(
+        judge: LocalJudge, question: str, answer: str, supporting: str, contradicting: str,
+        unrelated: str) -> None:
+    # The paper's answer relevance "does not take into account factuality": grounding
+    # is faithfulness's matter, counted once.
+    values = {judge.evaluate_sync(question, passages, answer).answer_relevance
+              for passages in ([supporting], [contradicting], [unrelated], [],
+                               [unrelated, supporting])}
+    assert len(values) == 1, values
+    reason = judge.evaluate_sync(question, [contradicting], answer).reasons["answer_relevance"]
+    assert "context" not in (reason or ""), reason
+
+
+def test_a_direct_complete_answer_passes_relevance_beside_any_passage(
+        judge: LocalJudge) -> None:
+    scores = judge.evaluate_sync("Who wrote the report?", ["Tomatoes grow best in sun."],
+                                 "Dr. Amara Osei wrote the report for the ministry.")
+    assert scores.answer_relevance is not None
+    assert scores.answer_relevance >= judge.thresholds["answer_relevance"], scores
 
 
 @pytest.mark.parametrize("picks", ["Gold is heavier.", "Gold is heavier than silver.",

@@ -78,6 +78,12 @@ def opens_with_pronoun(text: str) -> bool:
     return bool(_SUBJECT_PRONOUN.search(text))
 
 
+def refers_back(text: str) -> bool:
+    """Whether the sentence opens on a word that refers to something named before it
+    ("It lasts two years.", "Its founder, ...")."""
+    return opens_with_pronoun(text) or bool(_REFERS_BACK.search(text))
+
+
 def build_evidence(contexts: Sequence[str]) -> Evidence:
     sentences: list[ContextSentence] = []
     every: list[Token] = []
