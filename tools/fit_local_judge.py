@@ -165,18 +165,13 @@ def statement_labels(m: Measured) -> list[int | None]:
 # missing name) never raises it, evidence for (the share of words found) never lowers
 # it; the fit is bounded so (a weight of the wrong sign would be data too thin, or
 # features that overlap, speaking). Others are free.
-AGAINST = frozenset({
-    "missing_names", "missing_numbers", "approximate_numbers", "missing_word_weight",
-    "rare_missing", "reversed", "denies", "denies_near", "changed", "field_conflicts",
-    "vague", "missing_facts", "missing_distinct", "missing_facts_single", "echoes"})
+AGAINST = frozenset({"missing_names", "missing_numbers", "missing_word_weight",
+                     "field_conflicts", "missing_facts", "echoes"})
 FOR = frozenset({
-    "similarity", "sentence_similarity", "coverage", "local_coverage", "local_facts",
-    "exact_coverage", "bigram_share", "placement", "change_similarity", "field_matches",
-    "verbatim", "held", "frame", "frame_gap", "nearness", "slot", "kind_fit", "linked",
-    "mean_support", "mean_support_within_multi", "answer_bigram_share", "word_overlap",
-    "word_overlap_multi",
-    "similarity_x_coverage", "local_x_similarity",
-    *(f"{name}_single" for name in SINGLE if name != "missing_facts")})
+    "similarity", "coverage", "local_coverage", "local_facts", "bigram_share",
+    "change_similarity", "field_matches", "verbatim", "held", "frame", "nearness", "slot",
+    "kind_fit", "mean_support", "mean_support_within_multi", "word_overlap",
+    "word_overlap_multi", *(f"{name}_single" for name in SINGLE)})
 
 
 def fit_logistic(x: np.ndarray, y: np.ndarray, names: Sequence[str], l2: float = L2,

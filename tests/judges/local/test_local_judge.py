@@ -74,8 +74,7 @@ def test_a_fact_borrowed_from_another_sentence_counts_against(judge: LocalJudge)
     swapped = judge.evaluate_sync(question, [context], "Elisha Gray was granted the first patent "
                                   "for the telephone in 1876.")
     assert right.faithfulness is not None and swapped.faithfulness is not None
-    assert "only in sentences about something else: Gray" in swapped.statements[0].reason
-    assert "something else" not in right.statements[0].reason
+    assert swapped.faithfulness < right.faithfulness
 
 
 def test_a_wrong_sign_is_a_wrong_number(judge: LocalJudge, passing: float) -> None:
