@@ -3,12 +3,16 @@
 import asyncio
 import threading
 import time
+from collections.abc import Sequence
+from pathlib import Path
 
 import pytest
 
 from ragas_trace import _internal_errors
 from ragas_trace.judges.base import Judge
 from ragas_trace.judges.local import Embedder, LocalJudge
+from ragas_trace.judges.local import judge as judge_module
+from ragas_trace.judges.local.checker import Check, Statement, Window
 from ragas_trace.results import ALL_METRICS, Metric, MetricStatus
 
 CONTEXT = ("The Eiffel Tower was completed in March 1889 as the entrance arch to the World's "
@@ -471,3 +475,83 @@ def test_the_sentences_embedded_are_the_evidence_sentences(judge: LocalJudge) ->
     record = _Record(judge._embedder, QUESTION, passages, ANSWER, ALL_METRICS)
     assert record.sentence_texts == record.evidence.texts
     assert len(record.sentence_texts) > len(passages)
+
+
+class _WordChecker:
+    """A checker that supports a statement when its last word is in a window."""
+
+    name = "last-word"
+
+    def __init__(self) -> None:
+        self.calls: list[tuple[list[str], list[list[str]]]] = []
+
+    def check(self, statements: Sequence[Statement],
+              windows: Sequence[Sequence[Window]]) -> list[Check]:
+        self.calls.append(([s.text for s in statements],
+                           [[w.text for w in ws] for ws in windows]))
+        out = []
+        for s, ws in zip(statements, windows, strict=True):
+            word = s.text.rstrip(".").split()[-1]
+            hit = next((i for i, w in enumerate(ws) if word in w.text), -1)
+            out.append(Check(1.0 if hit >= 0 else 0.0, hit, ws[hit].text if hit >= 0 else ""))
+        return out
+
+
+def test_a_brought_checker_scores_faithfulness_from_its_checks() -> None:
+    checker = _WordChecker()
+    judge = LocalJudge(threads=1, checker=checker)
+    assert judge.name.endswith("+last-word")
+    context = "The ferry leaves at seven. It crosses to Skarra in forty minutes."
+    scores = judge.evaluate_sync("When does the ferry leave?", [context],
+                                 "The ferry leaves at seven. It stops at Varnholm.")
+    assert scores.faithfulness == 0.5
+    assert [v.supported for v in scores.statements] == [True, False]
+    assert "last-word support 1.00: The ferry leaves at seven." in scores.statements[0].reason
+    statements, windows = checker.calls[-1]
+    assert statements == ["The ferry leaves at seven.", "It stops at Varnholm."]
+    assert windows == [[context]] * 2
+
+
+def test_a_brought_checker_reads_long_contexts_in_windows() -> None:
+    checker = _WordChecker()
+    judge = LocalJudge(threads=1, checker=checker)
+    context = " ".join(f"Line {i} of the timetable lists stop number {i} on route nine."
+                       for i in range(400))
+    judge.evaluate_sync(None, [context], "Route nine has a stop number 12.")
+    (_, [windows]) = checker.calls[-1]
+    assert all(len(w.split()) <= judge_module.WINDOW_WORDS for w in windows)
+    assert any("stop number 12 " in w for w in windows)
+
+
+def test_the_checker_comes_from_the_environment(monkeypatch: pytest.MonkeyPatch,
+                                                tmp_path: Path) -> None:
+    monkeypatch.setenv(judge_module.CHECKER_ENV, str(tmp_path / "absent"))
+    with pytest.raises(ValueError, match="absent"):
+        LocalJudge(threads=1)
+    with pytest.raises(ValueError, match="checker"):
+        LocalJudge(threads=1, checker=3)  # type: ignore[arg-type]
+
+
+def test_an_onnx_checker_directory_runs_end_to_end(monkeypatch: pytest.MonkeyPatch,
+                                                   tmp_path: Path) -> None:
+    pytest.importorskip("onnx")
+    from ragas_trace.config import Settings
+    from ragas_trace.pipeline import make_judge
+    from ragas_trace.testing.checker_model import write_checker_directory
+
+    directory = write_checker_directory(tmp_path / "checker")
+    answer = "Paris is the capital of France."
+
+    def faithfulness(judge: Judge, context: str) -> float | None:
+        assert isinstance(judge, LocalJudge)
+        return judge.evaluate_sync(None, [context], answer).faithfulness
+
+    # The tiny model reads "yes" in a pair as support and "no" as its absence.
+    by_setting = make_judge(Settings.load(env={}, local_checker=str(directory)))
+    monkeypatch.setenv(judge_module.CHECKER_ENV, str(directory))
+    by_environment = LocalJudge(threads=1)
+    for judge in (by_setting, by_environment):
+        assert "+onnx:" in judge.name
+        supported = faithfulness(judge, "Paris is the capital of France, yes.")
+        denied = faithfulness(judge, "Paris is the capital of France, no.")
+        assert supported is not None and denied is not None and supported > 0.5 > denied
