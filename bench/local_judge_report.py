@@ -1,6 +1,11 @@
 """The local judge's faithfulness on labelled answers, per data set, beside the
 lexical baseline and a length control measured in the same run.
 
+A third of each development set's sources is held out (``judge_data.held_back``,
+seeded): the fit and every choice in it never read it; its figures (``holdout``) come
+from the models fitted on the rest, as the shipped one is, beside the cross-validated
+figures of the rest.
+
 Development sets (RAGTruth summarisation and data-to-text, HaluEval QA, AttributionBench
 dev, the public dev pairs) are the ones the support models are fitted on: their judge
 figures are cross-validated by source (each answer scored by models fitted on the folds
@@ -49,7 +54,15 @@ from typing import Any
 
 TOOLS = Path(__file__).resolve().parents[1] / "tools"
 sys.path.insert(0, str(TOOLS))
-from fit_local_judge import cross_validated, development_measured, left_out  # noqa: E402
+from fit_local_judge import (  # noqa: E402
+    Measured,
+    answer_score,
+    cross_validated,
+    development_measured,
+    fit_models,
+    left_out,
+    split_holdout,
+)
 from judge_data import (  # noqa: E402
     Answer,
     attributionbench_responses,
@@ -139,6 +152,13 @@ def shipped(answers: Sequence[Answer], threads: int) -> Scores:
 
     with ThreadPoolExecutor(threads) as pool:
         return dict(zip((a.id for a in answers), pool.map(one, answers), strict=True))
+
+
+def holdout_scored(fitting: Sequence[Measured], holdout: Sequence[Measured]) -> Scores:
+    """The holdout's faithfulness from the models fitted on everything else (as the
+    shipped model is): the figures no choice of the fit has seen."""
+    models = fit_models(fitting)
+    return {m.answer.id: answer_score(m, models) for m in holdout}
 
 
 def calibration_error(answers: Sequence[Answer], scores: Scores, bins: int = 10) -> float:
@@ -270,8 +290,9 @@ def verbatim_pass(answers: Sequence[Answer], scores: Scores, threshold: float) -
 def figures(report: dict[str, Any]) -> dict[str, dict[str, Any]]:
     out: dict[str, dict[str, Any]] = {}
     for name, r in report["sets"].items():
-        held = r["part"] == "held out"
-        how = "held out, shipped judge" if held else "cross-validated by source"
+        how = {"held out": "held out, shipped judge",
+               "holdout": "holdout sources, fitted without them",
+               "development": "cross-validated by source"}[r["part"]]
         j, lex, ln = r["judge"], r["lexical"], r["length"]
         out[f"{name}:pairwise"] = {
             "value": j["pairwise"], "baseline": lex["pairwise"], "length": ln["pairwise"],
@@ -307,8 +328,13 @@ def figures(report: dict[str, Any]) -> dict[str, dict[str, Any]]:
                      f"threshold {report['threshold']}"}
     out["calibration_error"] = {
         "value": report["calibration_error"], "unit": "ECE", "target": "<= 0.10",
-        "label": "Local judge faithfulness on every development answer (cross-validated): "
-                 "expected calibration error as P(clean), 10 bins"}
+        "label": "Local judge faithfulness on every development answer outside the holdout "
+                 "(cross-validated): expected calibration error as P(clean), 10 bins"}
+    out["holdout_calibration_error"] = {
+        "value": report["holdout_calibration_error"], "unit": "ECE", "target": "<= 0.10",
+        "label": "Local judge faithfulness on the holdout (a third of each development "
+                 "set's sources, fitted without them): expected calibration error as "
+                 "P(clean), 10 bins"}
     for chars, seconds in report["seconds_per_record"].items():
         out[f"seconds_per_record_{chars}"] = {
             "value": seconds, "unit": "s",
@@ -357,23 +383,31 @@ def main() -> int:
     if measured is None or data is None:
         return 2
     threshold = load_models().thresholds["faithfulness"]
+    measured, holdout = split_holdout(measured)
     dev_answers = [m.answer for m in measured]
     dev_scores = cross_validated(measured)
     unseen_scores = left_out(measured)
+    holdout_answers = [m.answer for m in holdout]
+    holdout_scores = holdout_scored(measured, holdout)
     report: dict[str, Any] = {}
     held = held_out()
     held_scores = shipped(held, args.threads)
     sets: dict[str, Any] = {}
     for part, answers, scores in (("development", dev_answers, dev_scores),
+                                  ("holdout", holdout_answers, holdout_scores),
                                   ("held out", held, held_scores)):
+        suffix = " (holdout)" if part == "holdout" else ""
         for name in sorted({a.dataset for a in answers}):
             members = [a for a in answers if a.dataset == name]
-            sets[name] = {"part": part} | report_set(
+            sets[name + suffix] = {"part": part} | report_set(
                 members, scores, threshold, unseen_scores if part == "development" else None)
-    real = [a for a in dev_answers if a.dataset.startswith("ragtruth")]
-    sets["ragtruth (both tasks)"] = {"part": "development"} | report_set(
-        real, dev_scores, threshold)
+        real = [a for a in answers if a.dataset.startswith("ragtruth")]
+        if real:
+            sets["ragtruth (both tasks)" + suffix] = {"part": part} | report_set(
+                real, scores, threshold)
     report["calibration_error"] = round(calibration_error(dev_answers, dev_scores), 4)
+    report["holdout_calibration_error"] = round(
+        calibration_error(holdout_answers, holdout_scores), 4)
     report["threads"] = args.threads
     report["seconds_per_record"] = speed(dev_answers, args.threads)
     report |= {"threshold": threshold, "sets": sets,

@@ -36,8 +36,10 @@ from typing import Any
 from overhead_common import rss_mib
 from ragas_trace.scorer import BackgroundScorer
 
-# shared/ sits beside the checkout
-DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "wikieval-50.json"
+# shared/ sits beside the checkout, or where $RAGAS_TRACE_SHARED_DATA says
+DATA = Path(os.environ.get("RAGAS_TRACE_SHARED_DATA",
+                           Path(__file__).resolve().parents[2] / "shared" / "data")
+            ) / "wikieval-50.json"
 WARM_UP_RECORDS = 5
 LONG_WORDS = 2000
 HUGE_CONTEXT, HUGE_ANSWER = 100_000, 20_000

@@ -15,7 +15,8 @@ relevance thresholds on the public dev pairs.
 Data (``tools/judge_data.py``): RAGTruth summarisation and data-to-text (statement
 labels from the hallucinated spans), AttributionBench dev (claim labels), HaluEval
 QA and the public extractive-QA dev pairs (answer labels, used for answers of one
-statement). Cross-validation is by
+statement). A third of each set's sources is held out
+(``judge_data.held_back``): nothing here reads it. Cross-validation (of the rest) is by
 source passage (every answer to one passage in one fold), five folds, fold of a
 source fixed by a hash of its name: the script, the data and that rule rebuild the
 same file.
@@ -39,7 +40,19 @@ import numpy as np
 from scipy.optimize import minimize
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from judge_data import PUBLIC_PAIRS, Answer, development, overlaps, shared_data
+from judge_data import (
+    HOLDOUT_SEED,
+    HOLDOUT_SHARE,
+    PUBLIC_PAIRS,
+    Answer,
+    attributionbench_responses,
+    development,
+    halueval,
+    held_back,
+    overlaps,
+    public_group,
+    shared_data,
+)
 
 from ragas_trace.judges.local import LocalJudge
 from ragas_trace.judges.local.embedder import Embedder
@@ -127,6 +140,14 @@ def load(path: Path) -> list[Measured]:
     return out
 
 
+def split_holdout(measured: Sequence[Measured]) -> tuple[list[Measured], list[Measured]]:
+    """(what the fit may read, the holdout it never reads): ``judge_data.held_back``."""
+    fitting, holdout = [], []
+    for m in measured:
+        (holdout if held_back(m.answer.dataset, m.answer.group) else fitting).append(m)
+    return fitting, holdout
+
+
 def statement_labels(m: Measured) -> list[int | None]:
     """1: supported, 0: not, None: unknown (left out of the fit)."""
     a = m.answer
@@ -144,18 +165,13 @@ def statement_labels(m: Measured) -> list[int | None]:
 # missing name) never raises it, evidence for (the share of words found) never lowers
 # it; the fit is bounded so (a weight of the wrong sign would be data too thin, or
 # features that overlap, speaking). Others are free.
-AGAINST = frozenset({
-    "missing_names", "missing_numbers", "approximate_numbers", "missing_word_weight",
-    "rare_missing", "reversed", "denies", "denies_near", "changed", "field_conflicts",
-    "vague", "missing_facts", "missing_distinct", "missing_facts_single", "echoes"})
+AGAINST = frozenset({"missing_names", "missing_numbers", "missing_word_weight",
+                     "field_conflicts", "missing_facts", "echoes"})
 FOR = frozenset({
-    "similarity", "sentence_similarity", "coverage", "local_coverage", "local_facts",
-    "exact_coverage", "bigram_share", "placement", "change_similarity", "field_matches",
-    "verbatim", "held", "frame", "frame_gap", "nearness", "slot", "kind_fit", "linked",
-    "mean_support", "mean_support_within_multi", "answer_bigram_share", "word_overlap",
-    "word_overlap_multi",
-    "similarity_x_coverage", "local_x_similarity",
-    *(f"{name}_single" for name in SINGLE if name != "missing_facts")})
+    "similarity", "coverage", "local_coverage", "local_facts", "bigram_share",
+    "change_similarity", "field_matches", "verbatim", "held", "frame", "nearness", "slot",
+    "kind_fit", "mean_support", "mean_support_within_multi", "word_overlap",
+    "word_overlap_multi", *(f"{name}_single" for name in SINGLE)})
 
 
 def fit_logistic(x: np.ndarray, y: np.ndarray, names: Sequence[str], l2: float = L2,
@@ -334,27 +350,34 @@ def log_loss(measured: Sequence[Measured], l2: float) -> float:
     return total / max(1, count)
 
 
-def balanced_threshold(good: Sequence[float], bad: Sequence[float]) -> float:
-    """The threshold (in steps of 0.01) that best separates ``good`` (pass at or above)
-    from ``bad``: the highest mean of the two shares labelled right; the lowest such
-    threshold on a tie, so that good answers keep passing."""
+def balanced_threshold(*sets: tuple[Sequence[float], Sequence[float]]) -> float:
+    """The threshold (in steps of 0.01) that best separates each set's ``good`` (pass at
+    or above) from its ``bad``: the highest mean, over the sets, of the two shares
+    labelled right; the lowest such threshold on a tie, so that good answers keep
+    passing."""
     best, chosen = -1.0, 0.5
     for step in range(1, 100):
         t = step / 100
-        accuracy = (sum(1 for g in good if g >= t) / len(good)
-                    + sum(1 for b in bad if b < t) / len(bad)) / 2
+        accuracy = sum((sum(1 for g in good if g >= t) / len(good)
+                        + sum(1 for b in bad if b < t) / len(bad)) / 2
+                       for good, bad in sets) / len(sets)
         if accuracy > best:
             best, chosen = accuracy, t
     return chosen
 
 
-def relevance_thresholds(threads: int) -> dict[str, float]:
-    """Answer and context relevance thresholds on the public dev pairs: a right answer
-    against an answer to another question on the same passage, the passage against
-    the passage padded with sentences the question does not need."""
+def relevance_thresholds(data: Path, threads: int) -> dict[str, float]:
+    """Answer and context relevance thresholds on development data outside the
+    holdout. Answer relevance: the public dev pairs' right answer against an answer to
+    another question on the same passage, HaluEval's right answers and
+    AttributionBench's whole responses to their own question against another question
+    of their set; context relevance: the public dev pair's passage against the
+    passage padded with sentences the question does not need."""
     judge = LocalJudge(embedder=Embedder(threads=threads, cache_size=50_000))
-    rows = [json.loads(line) for line in PUBLIC_PAIRS.read_text(encoding="utf-8").splitlines()
-            if line.strip() and json.loads(line)["split"].endswith("/dev")]
+    rows = [row for line in PUBLIC_PAIRS.read_text(encoding="utf-8").splitlines()
+            if line.strip() and (row := json.loads(line))["split"].endswith("/dev")
+            and not held_back("public-dev", public_group(row["split"].split("/")[0],
+                                                         str(row["id"])))]
     ar, cr = Metric.ANSWER_RELEVANCE, Metric.CONTEXT_RELEVANCE
 
     def one(row: dict[str, Any]) -> tuple[float | None, ...]:
@@ -365,11 +388,32 @@ def relevance_thresholds(threads: int) -> dict[str, float]:
         return (good.results[ar].value, poor.results[ar].value, good.results[cr].value,
                 padded.results[cr].value)
 
+    def relevance(question: str, answer: str) -> float | None:
+        return judge.evaluate_sync(question, [], answer, frozenset({ar})).results[ar].value
+
     with ThreadPoolExecutor(threads) as pool:
         values = list(pool.map(one, rows))
-    column = [[v[i] for v in values if v[i] is not None] for i in range(4)]
-    return {"answer_relevance": balanced_threshold(column[0], column[1]),
-            "context_relevance": balanced_threshold(column[2], column[3])}
+        column = [[v[i] for v in values if v[i] is not None] for i in range(4)]
+        answer_sets = [(column[0], column[1])]
+        for own in own_questions(data):
+            # Another question: half the set away, so never the answer's own.
+            other = [(own[(i + len(own) // 2) % len(own)][0], a)
+                     for i, (_, a) in enumerate(own)]
+            scored = [[v for v in pool.map(lambda p: relevance(*p), pairs) if v is not None]
+                      for pairs in (own, other)]
+            answer_sets.append((scored[0], scored[1]))
+    return {"answer_relevance": balanced_threshold(*answer_sets),
+            "context_relevance": balanced_threshold((column[2], column[3]))}
+
+
+def own_questions(data: Path) -> list[list[tuple[str, str]]]:
+    """Real answers with their own question, outside the holdout: HaluEval's right
+    answers and AttributionBench dev's whole responses."""
+    right = [(a.question, a.answer) for a in halueval(data)
+             if not a.hallucinated and not held_back(a.dataset, a.group)]
+    responses = [(q, response) for q, _, response in attributionbench_responses(data)
+                 if not held_back("attributionbench", f"ab-{q}")]
+    return [right, responses]
 
 
 def development_measured(cache: Path | None, threads: int) -> list[Measured] | None:
@@ -397,9 +441,10 @@ def main() -> int:
                         help="report the cross-validated log-loss for several L2 strengths")
     parser.add_argument("--out", type=Path, default=MODEL_FILE)
     args = parser.parse_args()
-    measured = development_measured(args.features, args.threads)
-    if measured is None:
+    everything = development_measured(args.features, args.threads)
+    if everything is None:
         return 2
+    measured, holdout = split_holdout(everything)
     if args.c_grid:
         for l2 in (0.1, 0.3, 1.0, 3.0, 10.0, 30.0):
             print(f"L2 {l2}: cross-validated log-loss {log_loss(measured, l2):.4f}")
@@ -412,6 +457,8 @@ def main() -> int:
         "about": "Fitted by tools/fit_local_judge.py; see docs/guides/local-judge.md.",
         "data": sorted({a.dataset for a in answers}),
         "answers": len(answers),
+        "holdout": {"seed": HOLDOUT_SEED, "share": f"1 source in {HOLDOUT_SHARE}",
+                    "answers": len(holdout), "read": False},
         "statements": counts,
         "folds": FOLDS, "l2": L2, "clean_pass": CLEAN_PASS, "real_weight": REAL_WEIGHT,
         "lexical_weight": LEXICAL_WEIGHT,
@@ -421,7 +468,9 @@ def main() -> int:
         "answer": models["answer"].to_json(),
         "thresholds": {"faithfulness": threshold},
     }
-    document["thresholds"] |= relevance_thresholds(args.threads)
+    data = shared_data()
+    assert data is not None  # the development data was read from it
+    document["thresholds"] |= relevance_thresholds(data, args.threads)
     args.out.write_text(json.dumps(document, indent=1) + "\n", encoding="utf-8")
     print(f"wrote {args.out}: thresholds {document['thresholds']}, statements {counts}")
     return 0

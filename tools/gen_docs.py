@@ -268,6 +268,12 @@ def _figures(*, headline_only: bool = False, only: str | None = None) -> str:
                    for figure in document["figures"].values()])
 
 
+def _how(label: str) -> str:
+    """How a judge report row was scored, from its figure's label."""
+    return ("holdout" if "holdout sources" in label else "held out" if "held out" in label
+            else "cross-validated")
+
+
 def _judge_report() -> str:
     """The local judge's faithfulness per labelled data set, beside its baselines."""
     path = RESULTS / "local_judge_report.json"
@@ -276,14 +282,15 @@ def _judge_report() -> str:
     figures = json.loads(path.read_text(encoding="utf-8"))["figures"]
     names = sorted({key.rsplit(":", 1)[0] for key in figures if key.count(":") == 1
                     and key.endswith(":pairwise")},
-                   key=lambda n: ("held out" in figures[f"{n}:pairwise"]["label"], n))
+                   key=lambda n: (_how(figures[f"{n}:pairwise"]["label"]) != "cross-validated",
+                                  n))
     lines = ["| data set | scored how | pairwise: judge / lexical / length | "
              "AUROC: judge / lexical / length | AUROC fitted without the set | "
              "calibration error | clean passing | hallucinated failing |",
              "| --- | --- | --- | --- | --- | --- | --- | --- |"]
     for name in names:
         pair, auc = figures[f"{name}:pairwise"], figures[f"{name}:auroc"]
-        how = "held out" if "held out" in pair["label"] else "cross-validated"
+        how = _how(pair["label"])
         unseen = figures.get(f"{name}:left_out_auroc")
         error = figures.get(f"{name}:calibration_error")
         lines.append(

@@ -58,6 +58,10 @@ SETTINGS: tuple[Setting, ...] = (
             "chat model of the `openai` judge (its own default when unset)"),
     Setting("embedding_model", "RAGAS_TRACE_EMBEDDING_MODEL", None, optional(text),
             "embedding model of the `openai` judge (its own default when unset)"),
+    Setting("local_checker", "RAGAS_TRACE_LOCAL_CHECKER", None, optional(text),
+            "directory of an ONNX checker model for the `local` judge's check stage "
+            "(`model.onnx`, `tokenizer.json`, `checker.json`; see the checker guide); "
+            "the built-in checker when unset"),
     Setting("sample_rate", "RAGAS_TRACE_SAMPLE_RATE", 1.0, number(0.0, 1.0),
             "fraction of RAG requests scored, decided from the trace id "
             "(same decision in every process)"),
@@ -186,6 +190,7 @@ class Settings:
     judge: str
     judge_model: str | None
     embedding_model: str | None
+    local_checker: str | None
     sample_rate: float
     max_evaluations_per_minute: int
     judge_token_budget_per_hour: int

@@ -49,7 +49,8 @@ def make_judge(settings: Settings, judge: Judge | str | None = None) -> Judge:
     """``judge`` if it is a judge object, else the one ``settings.judge`` names.
 
     The OpenAI judge gets ``judge_model`` / ``embedding_model`` when set (it reads
-    ``OPENAI_BASE_URL`` / ``OPENAI_API_KEY`` itself). Raises ``ValueError`` for an
+    ``OPENAI_BASE_URL`` / ``OPENAI_API_KEY`` itself); the local judge gets
+    ``local_checker`` when set. Raises ``ValueError`` for an
     unknown name and ``ImportError`` naming the extra when a judge's extra is missing.
     """
     if judge is not None and not isinstance(judge, str):
@@ -65,6 +66,10 @@ def make_judge(settings: Settings, judge: Judge | str | None = None) -> Judge:
         from ragas_trace.judges.openai_judge import OpenAIJudge
 
         return OpenAIJudge(model=settings.judge_model, embedding_model=settings.embedding_model)
+    if spec == "local" and settings.local_checker:
+        from ragas_trace.judges.local import LocalJudge
+
+        return LocalJudge(checker=settings.local_checker)
     return resolve_judge(spec)
 
 

@@ -11,7 +11,7 @@ from hypothesis import example, given
 
 from any_text import any_text, scaled
 from ragas_trace.judges.local.conventions import answer_parts, clean_line
-from ragas_trace.judges.local.tokens import Kind, clause_groups, clauses, content_tokens
+from ragas_trace.judges.local.tokens import Kind, clause_groups, content_tokens
 from ragas_trace.metrics.sentences import split_sentences
 
 pytestmark = pytest.mark.usefixtures("no_internal_errors")
@@ -59,4 +59,3 @@ def test_superscript_and_circled_digits_belong_to_their_word() -> None:
 def test_clauses_cover_the_sentence(text: str) -> None:
     tokens = content_tokens(text)
     assert sum(len(g) for g in clause_groups(text, tokens)) == len(tokens)
-    assert all(c.strip() for c in clauses(text))

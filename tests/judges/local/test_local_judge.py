@@ -3,14 +3,16 @@
 import asyncio
 import threading
 import time
+from collections.abc import Sequence
+from pathlib import Path
 
 import pytest
 
 from ragas_trace import _internal_errors
 from ragas_trace.judges.base import Judge
 from ragas_trace.judges.local import Embedder, LocalJudge
-from ragas_trace.judges.local.scoring import answer_relevance
-from ragas_trace.judges.local.tokens import Vocabulary, content_tokens
+from ragas_trace.judges.local import judge as judge_module
+from ragas_trace.judges.local.checker import Check, Statement, Window
 from ragas_trace.results import ALL_METRICS, Metric, MetricStatus
 
 CONTEXT = ("The Eiffel Tower was completed in March 1889 as the entrance arch to the World's "
@@ -76,8 +78,7 @@ def test_a_fact_borrowed_from_another_sentence_counts_against(judge: LocalJudge)
     swapped = judge.evaluate_sync(question, [context], "Elisha Gray was granted the first patent "
                                   "for the telephone in 1876.")
     assert right.faithfulness is not None and swapped.faithfulness is not None
-    assert "only in sentences about something else: Gray" in swapped.statements[0].reason
-    assert "something else" not in right.statements[0].reason
+    assert swapped.faithfulness < right.faithfulness
 
 
 def test_a_wrong_sign_is_a_wrong_number(judge: LocalJudge, passing: float) -> None:
@@ -86,7 +87,8 @@ def test_a_wrong_sign_is_a_wrong_number(judge: LocalJudge, passing: float) -> No
     right = judge.evaluate_sync(question, [context], "Seawater freezes at about -2 °C.")
     wrong = judge.evaluate_sync(question, [context], "Seawater freezes at about 2 degrees Celsius.")
     assert right.faithfulness is not None and wrong.faithfulness is not None
-    assert wrong.faithfulness < passing <= right.faithfulness
+    assert wrong.faithfulness < right.faithfulness
+    assert passing <= right.faithfulness
 
 
 @pytest.mark.parametrize("evasive", [
@@ -148,7 +150,8 @@ def test_an_answer_to_one_part_of_a_compound_question_is_incomplete(judge: Local
     part = judge.evaluate_sync(question, [context], "The Harbour Museum is on the old quay in "
                                "Port Elin, and it opened in 1974.")
     assert both.answer_relevance is not None and part.answer_relevance is not None
-    assert both.answer_relevance >= judge.thresholds["answer_relevance"] > part.answer_relevance
+    assert both.answer_relevance >= judge.thresholds["answer_relevance"]
+    assert both.answer_relevance > part.answer_relevance
     assert "no answer to" not in (both.reasons["answer_relevance"] or "")
     assert '"what is its main collection"' in (part.reasons["answer_relevance"] or "")
 
@@ -159,28 +162,48 @@ def test_a_spanish_compound_question_needs_both_parts_answered(judge: LocalJudge
     both = judge.evaluate_sync(question, [context], context)
     part = judge.evaluate_sync(question, [context], "El museo Varnholm se fundó en 1921.")
     assert both.answer_relevance is not None and part.answer_relevance is not None
-    assert both.answer_relevance >= judge.thresholds["answer_relevance"] > part.answer_relevance
+    assert both.answer_relevance >= judge.thresholds["answer_relevance"]
+    assert both.answer_relevance > part.answer_relevance
     assert '"dónde está"' in (part.reasons["answer_relevance"] or "")
 
 
-def test_names_the_context_lacks_lower_relevance_only_so_far() -> None:
-    # Relevance is not factuality (faithfulness judges the names): past two a
-    # statement, more names the context lacks lower it no further.
-    question = "Which stations does the night bus stop at?"
-    grounded = Vocabulary(content_tokens("The night bus stops at Central Station."))
+# question, answer, a passage that says so, one that names someone else, an unrelated one
+ANSWERS_AND_PASSAGES = [
+    ("Who wrote the report?", "Dr. Amara Osei wrote the report for the ministry.",
+     "Dr. Amara Osei wrote the report for the ministry in 2021.",
+     "The report for the ministry was written by Jonas Lind.",
+     "The harbour ferry leaves at seven every morning."),
+    ("Who founded Acme?", "Acme was founded by John Doe in 1999.",
+     "John Doe founded Acme in 1999 in Ohio.",
+     "Acme was founded by Mary Major in 1987.",
+     "Tomatoes grow best in warm, sunny weather."),
+    ("When did the ferry line start?", "1958",
+     "The ferry line started service in 1958.", "The ferry line started service in 1964.",
+     "The museum is closed on Mondays."),
+]
 
-    def relevance(stations: str) -> float:
-        return answer_relevance(question, 0.6, f"The night bus stops at {stations}.",
-                                grounded, lambda word: 1.0)[0]
 
-    few = relevance("Alder Park and Birch Lane")
-    many = relevance("Alder Park, Birch Lane, Cedar Hill, Dock Road, Elm Square, Fir Gate "
-                     "and Glen Cross")
-    assert relevance("Central Station") > few == pytest.approx(many)
-    # ...and the reason names the first few (a span keeps 200 characters of it).
-    reason = answer_relevance(question, 0.6, "The night bus stops at " + ", ".join(
-        f"platform {i}" for i in range(400)) + ".", grounded, lambda word: 1.0)[1]
-    assert reason.endswith("not in the context: 0, 1, 2 and 397 more"), reason
+@pytest.mark.parametrize(("question", "answer", "supporting", "contradicting", "unrelated"),
+                         ANSWERS_AND_PASSAGES)
+def test_answer_relevance_reads_the_question_and_the_answer_only(
+        judge: LocalJudge, question: str, answer: str, supporting: str, contradicting: str,
+        unrelated: str) -> None:
+    # The paper's answer relevance "does not take into account factuality": grounding
+    # is faithfulness's matter, counted once.
+    values = {judge.evaluate_sync(question, passages, answer).answer_relevance
+              for passages in ([supporting], [contradicting], [unrelated], [],
+                               [unrelated, supporting])}
+    assert len(values) == 1, values
+    reason = judge.evaluate_sync(question, [contradicting], answer).reasons["answer_relevance"]
+    assert "context" not in (reason or ""), reason
+
+
+def test_a_direct_complete_answer_passes_relevance_beside_any_passage(
+        judge: LocalJudge) -> None:
+    scores = judge.evaluate_sync("Who wrote the report?", ["Tomatoes grow best in sun."],
+                                 "Dr. Amara Osei wrote the report for the ministry.")
+    assert scores.answer_relevance is not None
+    assert scores.answer_relevance >= judge.thresholds["answer_relevance"], scores
 
 
 @pytest.mark.parametrize("picks", ["Gold is heavier.", "Gold is heavier than silver.",
@@ -452,3 +475,83 @@ def test_the_sentences_embedded_are_the_evidence_sentences(judge: LocalJudge) ->
     record = _Record(judge._embedder, QUESTION, passages, ANSWER, ALL_METRICS)
     assert record.sentence_texts == record.evidence.texts
     assert len(record.sentence_texts) > len(passages)
+
+
+class _WordChecker:
+    """A checker that supports a statement when its last word is in a window."""
+
+    name = "last-word"
+
+    def __init__(self) -> None:
+        self.calls: list[tuple[list[str], list[list[str]]]] = []
+
+    def check(self, statements: Sequence[Statement],
+              windows: Sequence[Sequence[Window]]) -> list[Check]:
+        self.calls.append(([s.text for s in statements],
+                           [[w.text for w in ws] for ws in windows]))
+        out = []
+        for s, ws in zip(statements, windows, strict=True):
+            word = s.text.rstrip(".").split()[-1]
+            hit = next((i for i, w in enumerate(ws) if word in w.text), -1)
+            out.append(Check(1.0 if hit >= 0 else 0.0, hit, ws[hit].text if hit >= 0 else ""))
+        return out
+
+
+def test_a_brought_checker_scores_faithfulness_from_its_checks() -> None:
+    checker = _WordChecker()
+    judge = LocalJudge(threads=1, checker=checker)
+    assert judge.name.endswith("+last-word")
+    context = "The ferry leaves at seven. It crosses to Skarra in forty minutes."
+    scores = judge.evaluate_sync("When does the ferry leave?", [context],
+                                 "The ferry leaves at seven. It stops at Varnholm.")
+    assert scores.faithfulness == 0.5
+    assert [v.supported for v in scores.statements] == [True, False]
+    assert "last-word support 1.00: The ferry leaves at seven." in scores.statements[0].reason
+    statements, windows = checker.calls[-1]
+    assert statements == ["The ferry leaves at seven.", "It stops at Varnholm."]
+    assert windows == [[context]] * 2
+
+
+def test_a_brought_checker_reads_long_contexts_in_windows() -> None:
+    checker = _WordChecker()
+    judge = LocalJudge(threads=1, checker=checker)
+    context = " ".join(f"Line {i} of the timetable lists stop number {i} on route nine."
+                       for i in range(400))
+    judge.evaluate_sync(None, [context], "Route nine has a stop number 12.")
+    (_, [windows]) = checker.calls[-1]
+    assert all(len(w.split()) <= judge_module.WINDOW_WORDS for w in windows)
+    assert any("stop number 12 " in w for w in windows)
+
+
+def test_the_checker_comes_from_the_environment(monkeypatch: pytest.MonkeyPatch,
+                                                tmp_path: Path) -> None:
+    monkeypatch.setenv(judge_module.CHECKER_ENV, str(tmp_path / "absent"))
+    with pytest.raises(ValueError, match="absent"):
+        LocalJudge(threads=1)
+    with pytest.raises(ValueError, match="checker"):
+        LocalJudge(threads=1, checker=3)  # type: ignore[arg-type]
+
+
+def test_an_onnx_checker_directory_runs_end_to_end(monkeypatch: pytest.MonkeyPatch,
+                                                   tmp_path: Path) -> None:
+    pytest.importorskip("onnx")
+    from ragas_trace.config import Settings
+    from ragas_trace.pipeline import make_judge
+    from ragas_trace.testing.checker_model import write_checker_directory
+
+    directory = write_checker_directory(tmp_path / "checker")
+    answer = "Paris is the capital of France."
+
+    def faithfulness(judge: Judge, context: str) -> float | None:
+        assert isinstance(judge, LocalJudge)
+        return judge.evaluate_sync(None, [context], answer).faithfulness
+
+    # The tiny model reads "yes" in a pair as support and "no" as its absence.
+    by_setting = make_judge(Settings.load(env={}, local_checker=str(directory)))
+    monkeypatch.setenv(judge_module.CHECKER_ENV, str(directory))
+    by_environment = LocalJudge(threads=1)
+    for judge in (by_setting, by_environment):
+        assert "+onnx:" in judge.name
+        supported = faithfulness(judge, "Paris is the capital of France, yes.")
+        denied = faithfulness(judge, "Paris is the capital of France, no.")
+        assert supported is not None and denied is not None and supported > 0.5 > denied

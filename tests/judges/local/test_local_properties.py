@@ -72,10 +72,6 @@ def test_the_order_of_the_passages_changes_no_score(
     assert second == pytest.approx(first, abs=SAME)
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "issue 53 item 6: the passages move answer relevance today ('How tall is the Gull "
-    "Point Lighthouse?' answered by its first sentence: 0.873 beside its passage, 0.32 "
-    "beside the founding passage); the judge branch reads question and answer only"))
 @given(records(), st.sampled_from(PASSAGES))
 @FEW
 def test_answer_relevance_does_not_change_when_the_passages_change(
@@ -113,10 +109,6 @@ def test_an_unrelated_passage_does_not_lower_a_verbatim_answer(
     assert after >= before - SAME
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "a passage given twice is counted twice by context relevance today (founding + "
-    "lighthouse passages, founding given again: 1/6 to 2/9); the normalise stage of "
-    "issue 53 should read each distinct passage once"))
 @given(records(), st.data())
 @FEW
 def test_a_passage_given_twice_changes_nothing(

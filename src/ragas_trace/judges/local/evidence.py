@@ -10,10 +10,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ragas_trace.judges.local.comparisons import Comparison, comparisons
 from ragas_trace.judges.local.embedder import Vectors
 from ragas_trace.judges.local.lexicon import STOPWORDS
-from ragas_trace.judges.local.negation import is_negated, negated_keys
 from ragas_trace.judges.local.numbers import parts, value
 from ragas_trace.judges.local.structured import yes_no_field
 from ragas_trace.judges.local.tokens import (
@@ -50,16 +48,12 @@ class ContextSentence:
     vocabulary: Vocabulary  # own tokens plus names a pronoun refers back to
     continues: bool = False  # opens with a pronoun for the previous sentence's subject
     refers_back: bool = False  # opens with any word pointing at the previous sentence
-    negated: bool = False  # holds a negation
-    denied: frozenset[str] = frozenset()  # the keys of the words it denies
 
 
 @dataclass(frozen=True)
 class Evidence:
     sentences: tuple[ContextSentence, ...]
     vocabulary: Vocabulary  # the whole context
-    comparisons: tuple[Comparison, ...] = ()
-    words: frozenset[str] = frozenset()  # its content words as written (case folded)
     bigrams: frozenset[tuple[str, str]] = frozenset()  # of consecutive content words
     # Yes / no fields of a structured passage: the key's token keys, and the value.
     fields: tuple[tuple[tuple[str, ...], bool], ...] = ()
@@ -78,12 +72,16 @@ def opens_with_pronoun(text: str) -> bool:
     return bool(_SUBJECT_PRONOUN.search(text))
 
 
+def refers_back(text: str) -> bool:
+    """Whether the sentence opens on a word that refers to something named before it
+    ("It lasts two years.", "Its founder, ...")."""
+    return opens_with_pronoun(text) or bool(_REFERS_BACK.search(text))
+
+
 def build_evidence(contexts: Sequence[str]) -> Evidence:
     sentences: list[ContextSentence] = []
     every: list[Token] = []
-    compared: list[Comparison] = []
     for passage in contexts:
-        compared += comparisons(passage)
         previous_names: tuple[Token, ...] = ()
         for text in split_sentences(passage):
             tokens = tuple(content_tokens(text))
@@ -94,17 +92,13 @@ def build_evidence(contexts: Sequence[str]) -> Evidence:
             held = (*spelled_out(tokens), *initialisms(text))
             sentences.append(ContextSentence(text, tokens,
                                              Vocabulary(tokens + held + referred),
-                                             continues, refers_back, is_negated(text),
-                                             negated_keys(text, tokens)))
+                                             continues, refers_back))
             names = tuple(t for t in tokens if t.kind is Kind.NAME or t.text[:1].isupper())
             previous_names = names or previous_names
             every.extend(tokens + held)
-    words: set[str] = set()
     bigrams: set[tuple[str, str]] = set()
     for sentence in sentences:
-        own = plain_words(sentence.text)
-        words.update(own)
-        bigrams.update(itertools.pairwise(own))
+        bigrams.update(itertools.pairwise(plain_words(sentence.text)))
     fields = []
     for sentence in sentences:
         field = yes_no_field(sentence.text)
@@ -112,8 +106,7 @@ def build_evidence(contexts: Sequence[str]) -> Evidence:
             fields.append((keys, field[1]))
     vocabulary = Vocabulary(every)
     number_keys = [k for k in vocabulary.keys if k[:1].isdigit() or k[:1] == "-"]
-    return Evidence(tuple(sentences), vocabulary, tuple(compared), frozenset(words),
-                    frozenset(bigrams), tuple(fields),
+    return Evidence(tuple(sentences), vocabulary, frozenset(bigrams), tuple(fields),
                     tuple(v for v in map(value, number_keys) if v is not None),
                     frozenset(p for k in number_keys if k[:1].isdigit() for p in parts(k)),
                     folded("\n".join(contexts)),

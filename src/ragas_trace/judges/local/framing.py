@@ -43,7 +43,6 @@ from ragas_trace.judges.local.lexicon import (
     expectations,
 )
 from ragas_trace.judges.local.negation import is_negated
-from ragas_trace.judges.local.scoring import meets
 from ragas_trace.judges.local.tokens import (
     Kind,
     RarityFn,
@@ -70,10 +69,6 @@ FRAME_LEXICAL_CJK = 1.5
 # Near the answer: a sentence often holds several facts ("from Denmark ... who, under
 # their leader Rollo, ..."); the one the question asks about sits among its terms.
 WINDOW_TOKENS, WINDOW_TOKENS_CJK = 6, 12
-# The sentence holding the answer must come within 0.05 of the best sentence for the
-# question to count in full, and is not counted beyond 0.25 below it.
-FRAME_FULL, FRAME_NONE = 0.05, 0.25
-FRAME_FLOOR, FRAME_ENOUGH = 0.15, 0.40  # absolute: the sentence is about the question
 # The answer's slot: distances in content tokens to the question's terms decay as
 # 1 / (1 + (d - 1) / tau), relative to another name or number of its kind in the
 # same sentence.
@@ -85,18 +80,14 @@ _PHRASE_MARK = re.compile(r"[,;:()\[\]—–，、；：（）]")
 
 SHORT_FEATURES = (
     "coverage", "missing_facts", "missing_word_weight", "verbatim", "held", "frame",
-    "frame_gap", "nearness", "slot", "kind_fit", "echoes", "linked", "log_tokens",
+    "nearness", "slot", "kind_fit", "echoes", "log_tokens",
 )
 
 
 @dataclass(frozen=True, slots=True)
 class FramedSupport:
     features: dict[str, float]  # the evidence, for the fitted short-answer model
-    bearing: float  # how well the sentence holding the answer matches the question
     reason: str
-    # How far the context's sentence that holds the answer is where it answers the
-    # question (its match to the question, and the question's terms near the answer).
-    fit: float = 0.0
 
 
 def is_short(answer: str) -> bool:
@@ -148,10 +139,6 @@ def _specificity(tokens: list[Token], evidence: Evidence, rarity: RarityFn
         math.log(1 + n / found.get(t.key, 1)) / scale if n > 1 else 1.0)
 
 
-def _ramp(value: float, low: float, high: float) -> float:
-    return float(min(1.0, max(0.0, (value - low) / (high - low))))
-
-
 def framed_support(question: str, q_vector: Vectors, answer: str, evidence: Evidence,
                    sentence_vectors: Vectors, rarity: RarityFn) -> FramedSupport | None:
     """Support of "question: answer" by the context; ``None`` when the answer has no
@@ -197,13 +184,8 @@ def framed_support(question: str, q_vector: Vectors, answer: str, evidence: Evid
         return value
 
     frames = [frame(i, question_tokens, specific) for i in range(len(evidence.sentences))]
-    # The best sentence for the question among those that could answer it: for
-    # "Who founded it?" one with a name in it besides the question's own.
     asked = Vocabulary(content_tokens(question))
     kinds = expectations(question)
-    able = [f for f, s in zip(frames, evidence.sentences, strict=True)
-            if all(meets(k, [t for t in s.tokens if t not in asked], s.text) for k in kinds)]
-    best = max(able or frames)
     # Held by the sentence's own words, not by the names a pronoun in it refers to.
     # A name or number must be there as it is: "France" is not held by "Francia".
     holding = [i for i, s in enumerate(evidence.sentences)
@@ -214,34 +196,22 @@ def framed_support(question: str, q_vector: Vectors, answer: str, evidence: Evid
             "verbatim": float(_verbatim(answer, answer_tokens, evidence)),
             "log_tokens": math.log1p(len(answer_tokens))}
     if not holding:
-        return FramedSupport(base | {"held": 0.0, "frame": 0.0, "frame_gap": -1.0,
-                                     "nearness": 0.0, "slot": 0.0, "kind_fit": 1.0,
-                                     "echoes": 0.0, "linked": 0.0},
-                             0.0, "the answer's words are not together in any context "
+        return FramedSupport(base | {"held": 0.0, "frame": 0.0, "nearness": 0.0,
+                                     "slot": 0.0, "kind_fit": 1.0, "echoes": 0.0},
+                             "the answer's words are not together in any context "
                              "sentence")
     at = max(holding, key=frames.__getitem__)
-    placement = _ramp(frames[at], best - FRAME_NONE, best - FRAME_FULL) \
-        * _ramp(frames[at], FRAME_FLOOR, FRAME_ENOUGH)
     nearness = _nearness(evidence.sentences[at], answer_keys, question_tokens, specific,
                          WINDOW_TOKENS_CJK if cjk else WINDOW_TOKENS)
     slot, rival = _slot(evidence.sentences[at], answer_tokens, asked, question_tokens,
                         specific, SLOT_TAU_CJK if cjk else SLOT_TAU)
-    # The sentence's fit, which answer relevance reads too; the slot within it, the
-    # kind of fact and an answer that only repeats the question are matters of
-    # faithfulness only: what the statement asserts.
-    fit = placement * (0.5 + 0.5 * nearness)
     kind_fit, unlike = _kind_fit(kinds, answer_tokens, answer)
     echoes = alternatives(question) is None and all(t.key in asked.keys for t in answer_tokens)
-    linked = max(_linked_share(evidence, i, question_tokens, specific) for i in holding)
-    features = base | {"held": 1.0, "frame": frames[at], "frame_gap": frames[at] - best,
-                       "nearness": nearness, "slot": slot, "kind_fit": float(kind_fit),
-                       "echoes": float(echoes), "linked": linked}
+    features = base | {"held": 1.0, "frame": frames[at], "nearness": nearness, "slot": slot,
+                       "kind_fit": float(kind_fit), "echoes": float(echoes)}
     parts = [f"read with the question; the context sentence holding it matches the "
-             f"question {frames[at]:.2f} (best sentence {best:.2f}); "
+             f"question {frames[at]:.2f}; "
              f"{nearness:.0%} of the question's terms found there are near the answer"]
-    if linked > _share(question_tokens, evidence.sentences[at].vocabulary, specific):
-        parts.append(f"{linked:.0%} of the question's terms are in that sentence or in "
-                     "sentences sharing a name with it")
     if echoes:
         parts.append("the answer only repeats the question's own terms")
     if unlike:
@@ -253,11 +223,7 @@ def framed_support(question: str, q_vector: Vectors, answer: str, evidence: Evid
         parts.append("not in the context: " + ", ".join(t.text for t in missing_facts))
     if coverage < 1.0:
         parts.append(f"{coverage:.0%} of its content words are in the context")
-    # How well that sentence answers the question, for answer relevance: read with all
-    # the question's terms, the answer's own among them ("The X200 comes with a
-    # two-year warranty" to "How long is the warranty?").
-    bearing = frame(at, asked_terms, specific)
-    return FramedSupport(features, min(1.0, bearing), "; ".join(parts), coverage * fit)
+    return FramedSupport(features, "; ".join(parts))
 
 
 def _verbatim(answer: str, answer_tokens: list[Token], evidence: Evidence) -> bool:
@@ -285,23 +251,6 @@ def _verbatim(answer: str, answer_tokens: list[Token], evidence: Evidence) -> bo
 
 def _count_or_key(token: Token) -> str:
     return counted(token) or token.key
-
-
-def _linked_share(evidence: Evidence, at: int, question_tokens: list[Token],
-                  weigh: Callable[[Token], float]) -> float:
-    """The share of the question's terms found in the sentence holding the answer or
-    in the context's sentences that share a name with it: a multi-hop question ("the
-    population of the city where X was born") names the bridge ("Leeuwarden") in one
-    sentence and asks about it in another."""
-    holder = evidence.sentences[at]
-    # A capitalised word names something, even where it opens the sentence.
-    names = {t.key for t in holder.tokens if t.kind is Kind.NAME or t.text[:1].isupper()}
-    linked = list(holder.tokens)
-    for i, s in enumerate(evidence.sentences):
-        if i != at and names.intersection(t.key for t in s.tokens
-                                          if t.kind is Kind.NAME or t.text[:1].isupper()):
-            linked.extend(s.tokens)
-    return _share(question_tokens, Vocabulary(linked), weigh)
 
 
 def _nearness(sentence: ContextSentence, answer_keys: set[str], question_tokens: list[Token],

@@ -43,15 +43,9 @@ from ragas_trace.judges.local.tokens import (
 # same topic around 0.3 to 0.5, unrelated text below 0.2.
 NEED_FLOOR, NEED_FULL = 0.30, 0.60
 ANSWER_FLOOR, ANSWER_FULL = 0.20, 0.70
-# An invented name or number must not make an answer look more to the point than the
-# grounded one it replaces: a mild discount each (faithfulness judges it in full).
-# Both discounts count per statement of the answer: a long answer's list numbers, or
-# its "some" and "many", are not each a statement's worth of evasion.
-UNSUPPORTED_FACT_FACTOR = 0.8
-# ...up to two a statement: relevance does not fall further with the count (a list of
-# 49 landmarks the context lacks scored 0.004 to its own question).
-MOST_UNSUPPORTED = 2.0
-VAGUE_FACTOR = 0.75  # per placeholder word ("someone", "something") in an answer
+# Per placeholder word ("someone", "something") in an answer, counted per statement:
+# a long answer's "some" and "many" are not each a statement's worth of evasion.
+VAGUE_FACTOR = 0.75
 UNMET_EXPECTATION_FACTOR = 0.5  # a "when" question answered without any date...
 # ...and a part of a compound question that no sentence of the answer answers, by
 # degrees: none near it (unrelated, as for ANSWER_FLOOR) counts whole, one at the top
@@ -73,14 +67,15 @@ def _weighted(tokens: Sequence[Token], rarity: RarityFn) -> float:
 
 
 def answer_relevance(
-    question: str, similarity: float, answer: str, grounded: Vocabulary | None,
-    rarity: RarityFn, statements: int = 1, parts: Sequence[tuple[str, float]] = (),
+    question: str, similarity: float, answer: str, rarity: RarityFn, statements: int = 1,
+    parts: Sequence[tuple[str, float]] = (),
 ) -> tuple[float, str]:
     """Closeness of question and answer, discounted when the answer adds nothing the
     question did not already say, uses placeholders, or lacks the kind of fact the
-    question asks for (a date for "when", a name for "who"). What the answer adds
-    counts only where the context (``grounded``, when there is one) has it: content
-    the context lacks is never rewarded. ``statements``: how many the answer makes.
+    question asks for (a date for "when", a name for "who"). The question and the
+    answer only: whether the passages hold what it adds is faithfulness's matter (the
+    paper's answer relevance "does not take into account factuality").
+    ``statements``: how many the answer makes.
     ``parts``: each part of a compound question with the cosine of the answer's
     sentence nearest it; the paper's answer relevance penalises an incomplete answer."""
     # A good answer is not a paraphrase of its question: its cosine with it reaches
@@ -96,11 +91,9 @@ def answer_relevance(
     new = [t for t in answer_tokens
            if t not in question_vocabulary and normalise(t.text) not in VAGUE_WORDS
            and not CJK_FUNCTION_CHARS.intersection(t.text)]
-    supported = new if grounded is None else [t for t in new if t in grounded]
-    invented = [t for t in new if t.kind is not Kind.WORD and t not in supported]
     # A capitalised word names something ("Paris is the capital ..."): it weighs as a
     # name even where it opens the sentence, which keeps it from the name kind.
-    new_weight = sum(1.0 if t.text[:1].isupper() else weight(t, rarity) for t in supported)
+    new_weight = sum(1.0 if t.text[:1].isupper() else weight(t, rarity) for t in new)
     informativeness = new_weight / (new_weight + 1.0)
     options = alternatives(question)
     chooses = options is not None and _chooses(answer, answer_tokens, options)
@@ -116,13 +109,9 @@ def answer_relevance(
     unanswered = [(part, 1.0 - _ramp(cosine, PART_FLOOR, PART_FULL)) for part, cosine in parts]
     per = max(1, statements)
     value = closeness * (0.5 + 0.5 * informativeness) * VAGUE_FACTOR ** (vague / per) \
-        * UNMET_EXPECTATION_FACTOR ** (len(unmet) + sum(u for _, u in unanswered)) \
-        * UNSUPPORTED_FACT_FACTOR ** min(len(invented) / per, MOST_UNSUPPORTED)
+        * UNMET_EXPECTATION_FACTOR ** (len(unmet) + sum(u for _, u in unanswered))
     notes = [f"question-answer similarity {similarity:.2f}",
-             f"supported new content weight {new_weight:.1f}"]
-    if invented:
-        notes.append("names or numbers not in the context: "
-                     + _named([t.text for t in invented], ", "))
+             f"new content weight {new_weight:.1f}"]
     if chooses:
         notes.append("picks one of the alternatives asked about")
     if vague:

@@ -328,11 +328,6 @@ def vague_count(text: str) -> int:
         + len(VAGUE_CJK.findall(text))
 
 
-def clauses(sentence: str) -> list[str]:
-    """The sentence cut at clause breaks (';', ', and', ', but' ...)."""
-    return [c for c in _CLAUSE_BREAK.split(sentence) if c.strip()]
-
-
 def clause_groups(sentence: str, tokens: Sequence[Token]) -> list[list[Token]]:
     """The sentence's tokens grouped by clause (cut at ';', ', and', ', but' ...)."""
     cuts = [m.start() for m in _CLAUSE_BREAK.finditer(sentence)]
