@@ -109,6 +109,17 @@ RAGAS_RUN_CANCELLED: Final = "ragas.run.cancelled"
 RAGAS_RETRIEVAL_DISCARDED: Final = "ragas.retrieval.discarded"
 DISCARDED_FAILED_ATTEMPT: Final = "failed_attempt"
 DISCARDED_SUPERSEDED: Final = "superseded"
+# ... or none of its passages is in the answering model's input.
+DISCARDED_NOT_IN_PROMPT: Final = "not_in_prompt"
+# On a RAG root with passages: how its passages were chosen. ``prompt``: those found in
+# the answering model's input (a RERANKER span holds them when that is not every
+# passage retrieved, or only a part of one); ``prompt_unseen``: no model call with
+# callbacks answered (a custom model wrapper), and ``not_in_prompt``: the answering
+# call's input holds none of them verbatim; in both, every passage retrieved counts.
+RAGAS_PASSAGES_SOURCE: Final = "ragas.passages.source"
+PASSAGES_PROMPT: Final = "prompt"
+PASSAGES_PROMPT_UNSEEN: Final = "prompt_unseen"
+PASSAGES_NOT_IN_PROMPT: Final = "not_in_prompt"
 RAGAS_ALWAYS_SCORE: Final = "ragas.evaluation.always"
 RAGAS_FAITHFULNESS: Final = "ragas.faithfulness"
 RAGAS_ANSWER_RELEVANCE: Final = "ragas.answer_relevance"

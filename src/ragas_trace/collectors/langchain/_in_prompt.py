@@ -1,0 +1,160 @@
+"""The passages of a request that reached its answering model's input, decided when
+the root run ends without error, however many retrievals it made and whatever code
+(a ``@chain`` function, a ``RunnableLambda``, a graph node, a token budget, a cut of
+one passage) stood between them and the prompt (``_prompt_passages`` finds them).
+
+The answering call is the latest model call whose completion is the request's
+answer, else the latest model call that started after a retrieval ended. Its
+prompt is read from the messages it was given (all of them, not only those its span
+records). A retrieval or reranker before it none of whose passages is in the prompt
+is marked ``ragas.retrieval.discarded = not_in_prompt``; when the prompt shows fewer
+passages than the rest retrieved, or a part of one, a RERANKER span under the root
+holds what it shows (``extract`` then scores those). The root says which rule chose
+its passages (``ragas.passages.source``): the answering model's input, or, where
+that input was not seen (a model without callbacks) or holds none of the passages
+verbatim (reworded, an answer no model call wrote), every passage retrieved."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from langchain_core.documents import Document
+
+from ragas_trace import semconv as sc
+from ragas_trace.collectors import _prompt_passages
+from ragas_trace.collectors.langchain import _messages
+from ragas_trace.collectors.langchain._runs import Run
+
+_COMPLETION = sc.message_key("output", 0, sc.MESSAGE_CONTENT)
+# A completion shorter than this ("yes", a grade) found in a prompt may be any words.
+_MIN_COMPLETION = 16
+
+
+class Choice:
+    """What ``choose`` decided: the root's ``source``, and the passages the prompt
+    shows when a RERANKER span must say so (``shown``, with the call's start)."""
+
+    __slots__ = ("marked", "shown", "source", "start_ns")
+
+    def __init__(self, source: str, shown: list[Any] | None = None, start_ns: int = 0,
+                 marked: bool = False) -> None:
+        self.source = source
+        self.shown = shown
+        self.start_ns = start_ns
+        # Whether a retrieval was marked ``not_in_prompt``.
+        self.marked = marked
+
+
+def choose(children: Sequence[Run], answer: str | None) -> Choice | None:
+    """Mark the retrievals and rerankers among a request's ``children`` whose passages
+    the answering call was not given; None when the request has no passages."""
+    retrievals = [r for r in children if r.documents is not None and r.end_ns is not None
+                  and sc.RAGAS_RETRIEVAL_DISCARDED not in r.attrs]
+    if not retrievals or not answer:
+        return None
+    call = answering_call(children, answer.strip(), retrievals)
+    if call is None:
+        return Choice(sc.PASSAGES_PROMPT_UNSEEN)
+    before = [r for r in retrievals if r.start_ns < call.start_ns]
+    docs: list[Any] = []
+    texts: list[str] = []
+    seen: set[str] = set()
+    for run in before:
+        if run.attrs.get(sc.SPAN_KIND) != sc.KIND_RETRIEVER:
+            continue  # a reranker's passages are some of a retrieval's
+        for doc in run.documents or ():
+            text = _text(doc)
+            if text is not None and text not in seen:
+                seen.add(text)
+                docs.append(doc)
+                texts.append(text)
+    found = _shown(children, call, texts)
+    if not found:
+        return Choice(sc.PASSAGES_NOT_IN_PROMPT)
+    whole = {texts[i] for i, part in found if part is texts[i]}
+    reached = whole | {texts[i] for i, part in found if part is not texts[i]}
+    kept: list[set[str]] = []  # what ``extract`` would score without a new span
+    marked = False
+    for run in sorted(before, key=lambda r: r.start_ns):
+        own = {t for t in map(_text, run.documents or ()) if t is not None}
+        if reached.isdisjoint(own):
+            run.attrs[sc.RAGAS_RETRIEVAL_DISCARDED] = sc.DISCARDED_NOT_IN_PROMPT
+            marked = True
+        elif run.attrs.get(sc.SPAN_KIND) == sc.KIND_RETRIEVER:
+            kept.append(own)
+        else:  # a reranker's output replaces the passages it was given
+            kept = [group for group in kept if group.isdisjoint(own)]
+            kept.append(own)
+    if len(whole) < len(found) or whole != set().union(*kept):
+        return Choice(sc.PASSAGES_PROMPT, [_part(docs[i], part) for i, part in found],
+                      call.start_ns, marked)
+    return Choice(sc.PASSAGES_PROMPT, marked=marked)
+
+
+def _shown(children: Sequence[Run], call: Run, texts: list[str]) -> list[tuple[int, str]]:
+    """The passages (of ``texts``) the answering call's prompt shows, directly or through
+    the completions of other model calls it holds (a subagent's report, a map step's
+    summary, a refine step's draft: the passages those calls were given), transitively."""
+    prompt = prompt_text(call)
+    found = _prompt_passages.shown(prompt, texts)
+    if len(found) == len(texts) and all(part is texts[i] for i, part in found):
+        return found
+    prompts = [prompt]
+    others = [r for r in children if r is not call and r.error is None
+              and r.end_ns is not None and r.end_ns <= call.start_ns
+              and r.attrs.get(sc.SPAN_KIND) == sc.KIND_LLM]
+    added = True
+    while added and others:
+        added = False
+        for run in list(others):
+            completion: Any = run.attrs.get(_COMPLETION)
+            if (type(completion) is str and len(completion.strip()) >= _MIN_COMPLETION
+                    and any(completion.strip() in p for p in prompts)):
+                prompts.append(prompt_text(run))
+                others.remove(run)
+                added = True
+    if len(prompts) == 1:
+        return found
+    return _prompt_passages.shown("\n".join(prompts), texts)
+
+
+def answering_call(children: Sequence[Run], answer: str,
+                   retrievals: Sequence[Run] = ()) -> Run | None:
+    """The latest model call that ended with ``answer`` as its completion; else the
+    latest that started after one of ``retrievals`` ended."""
+    found: Run | None = None
+    latest: Run | None = None
+    first_end = min((r.end_ns or 0 for r in retrievals), default=None)
+    for run in children:
+        if (run.end_ns is None or run.error is not None
+                or run.attrs.get(sc.SPAN_KIND) != sc.KIND_LLM):
+            continue
+        completion: Any = run.attrs.get(_COMPLETION)
+        if (type(completion) is str and completion.strip() == answer
+                and (found is None or run.end_ns > (found.end_ns or 0))):
+            found = run
+        if (first_end is not None and run.start_ns >= first_end
+                and (latest is None or run.end_ns > (latest.end_ns or 0))):
+            latest = run
+    return found if found is not None else latest
+
+
+def prompt_text(call: Run) -> str:
+    """The text of every message a model call was given."""
+    texts = [_messages.text_of(m) for m in _messages.prompt_messages(call.prompt)]
+    return "\n".join(t for t in texts if t)
+
+
+def _text(doc: Any) -> str | None:
+    text = getattr(doc, "page_content", doc)
+    return text if type(text) is str else None
+
+
+def _part(doc: Any, part: str) -> Any:
+    """``doc`` with only the ``part`` of its text that the prompt shows."""
+    if part is _text(doc):
+        return doc
+    if isinstance(doc, Document):
+        return Document(page_content=part, metadata=doc.metadata, id=doc.id)
+    return part
