@@ -20,9 +20,11 @@ substring searches for a 100,000-character passage) only for a passage whose fir
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 MIN_PART = 48
+# A completion shorter than this ("yes", a grade) found in a prompt may be any words.
+MIN_COMPLETION = 16
 MAX_PROMPT_CHARS = 1_000_000
 MAX_PASSAGES = 256
 _SPACE = re.compile(r"(?:\s|\\[nrt])+")
@@ -46,6 +48,51 @@ def shown(prompt: str, passages: Sequence[str]) -> list[tuple[int, str]]:
         found.sort()
         return [(i, text) for _, i, text in found]
     return _shown_normalised(normalise(prompt[:MAX_PROMPT_CHARS]), passages)
+
+
+def shown_through(prompt: str, others: Sequence[tuple[str, Callable[[], str]]],
+                  passages: Sequence[str]) -> list[tuple[int, str]]:
+    """``shown`` for the answering call's ``prompt``, and, when that does not show every
+    passage whole, through the other model calls before it (``(completion, its
+    prompt)``) whose completion the prompt holds (a subagent's report, a map step's
+    summary, a refine step's draft: the passages those calls were given), transitively."""
+    found = shown(prompt, passages)
+    if len(found) == len(passages) and all(part is passages[i] for i, part in found):
+        return found
+    prompts = [prompt]
+    left = [(c.strip(), p) for c, p in others if len(c.strip()) >= MIN_COMPLETION]
+    added = True
+    while added and left:
+        added = False
+        for item in list(left):
+            if any(item[0] in p for p in prompts):
+                prompts.append(item[1]())
+                left.remove(item)
+                added = True
+    return found if len(prompts) == 1 else shown("\n".join(prompts), passages)
+
+
+def left_out(groups: Sequence[tuple[bool, Sequence[str]]], passages: Sequence[str],
+             found: Sequence[tuple[int, str]]) -> tuple[list[int], bool]:
+    """Given a request's passage groups before the answering call, in start order
+    (``(is a retrieval, its texts)``; else a reranker's output, which replaces the
+    groups it shares a passage with), the indexes of those none of whose passages
+    were ``found`` in the prompt, and whether the rest would give other passages than
+    those found whole (fewer shown, or a part of one): a span must then say which."""
+    whole = {passages[i] for i, part in found if part is passages[i]}
+    reached = whole | {passages[i] for i, part in found if part is not passages[i]}
+    dropped: list[int] = []
+    kept: list[set[str]] = []
+    for index, (retrieval, texts) in enumerate(groups):
+        own = set(texts)
+        if reached.isdisjoint(own):
+            dropped.append(index)
+        elif retrieval:
+            kept.append(own)
+        else:
+            kept = [group for group in kept if group.isdisjoint(own)]
+            kept.append(own)
+    return dropped, len(whole) < len(found) or whole != set().union(*kept)
 
 
 def _shown_normalised(prompt: str, passages: Sequence[str]) -> list[tuple[int, str]]:

@@ -16,6 +16,7 @@ verbatim (reworded, an answer no model call wrote), every passage retrieved."""
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from typing import Any
 
@@ -27,8 +28,6 @@ from ragas_trace.collectors.langchain import _messages
 from ragas_trace.collectors.langchain._runs import Run
 
 _COMPLETION = sc.message_key("output", 0, sc.MESSAGE_CONTENT)
-# A completion shorter than this ("yes", a grade) found in a prompt may be any words.
-_MIN_COMPLETION = 16
 
 
 class Choice:
@@ -61,62 +60,30 @@ def choose(children: Sequence[Run], answer: str | None) -> Choice | None:
     texts: list[str] = []
     seen: set[str] = set()
     for run in before:
-        if run.attrs.get(sc.SPAN_KIND) != sc.KIND_RETRIEVER:
-            continue  # a reranker's passages are some of a retrieval's
         for doc in run.documents or ():
             text = _text(doc)
             if text is not None and text not in seen:
                 seen.add(text)
                 docs.append(doc)
                 texts.append(text)
-    found = _shown(children, call, texts)
+    others = [(completion, functools.partial(prompt_text, r)) for r in children
+              if r is not call and r.error is None and r.end_ns is not None
+              and r.end_ns <= call.start_ns and r.attrs.get(sc.SPAN_KIND) == sc.KIND_LLM
+              and type(completion := r.attrs.get(_COMPLETION)) is str]
+    found = _prompt_passages.shown_through(prompt_text(call), others, texts)
     if not found:
         return Choice(sc.PASSAGES_NOT_IN_PROMPT)
-    whole = {texts[i] for i, part in found if part is texts[i]}
-    reached = whole | {texts[i] for i, part in found if part is not texts[i]}
-    kept: list[set[str]] = []  # what ``extract`` would score without a new span
-    marked = False
-    for run in sorted(before, key=lambda r: r.start_ns):
-        own = {t for t in map(_text, run.documents or ()) if t is not None}
-        if reached.isdisjoint(own):
-            run.attrs[sc.RAGAS_RETRIEVAL_DISCARDED] = sc.DISCARDED_NOT_IN_PROMPT
-            marked = True
-        elif run.attrs.get(sc.SPAN_KIND) == sc.KIND_RETRIEVER:
-            kept.append(own)
-        else:  # a reranker's output replaces the passages it was given
-            kept = [group for group in kept if group.isdisjoint(own)]
-            kept.append(own)
-    if len(whole) < len(found) or whole != set().union(*kept):
+    before.sort(key=lambda r: r.start_ns)
+    dropped, differs = _prompt_passages.left_out(
+        [(r.attrs.get(sc.SPAN_KIND) == sc.KIND_RETRIEVER,
+          [t for t in map(_text, r.documents or ()) if t is not None]) for r in before],
+        texts, found)
+    for i in dropped:
+        before[i].attrs[sc.RAGAS_RETRIEVAL_DISCARDED] = sc.DISCARDED_NOT_IN_PROMPT
+    if differs:
         return Choice(sc.PASSAGES_PROMPT, [_part(docs[i], part) for i, part in found],
-                      call.start_ns, marked)
-    return Choice(sc.PASSAGES_PROMPT, marked=marked)
-
-
-def _shown(children: Sequence[Run], call: Run, texts: list[str]) -> list[tuple[int, str]]:
-    """The passages (of ``texts``) the answering call's prompt shows, directly or through
-    the completions of other model calls it holds (a subagent's report, a map step's
-    summary, a refine step's draft: the passages those calls were given), transitively."""
-    prompt = prompt_text(call)
-    found = _prompt_passages.shown(prompt, texts)
-    if len(found) == len(texts) and all(part is texts[i] for i, part in found):
-        return found
-    prompts = [prompt]
-    others = [r for r in children if r is not call and r.error is None
-              and r.end_ns is not None and r.end_ns <= call.start_ns
-              and r.attrs.get(sc.SPAN_KIND) == sc.KIND_LLM]
-    added = True
-    while added and others:
-        added = False
-        for run in list(others):
-            completion: Any = run.attrs.get(_COMPLETION)
-            if (type(completion) is str and len(completion.strip()) >= _MIN_COMPLETION
-                    and any(completion.strip() in p for p in prompts)):
-                prompts.append(prompt_text(run))
-                others.remove(run)
-                added = True
-    if len(prompts) == 1:
-        return found
-    return _prompt_passages.shown("\n".join(prompts), texts)
+                      call.start_ns, bool(dropped))
+    return Choice(sc.PASSAGES_PROMPT, marked=bool(dropped))
 
 
 def answering_call(children: Sequence[Run], answer: str,
