@@ -447,7 +447,8 @@ class RagasCallbackHandler(BaseCallbackHandler):
                  and _discards.mark(root.children, root.failed, answer))
         choice = _in_prompt.choose(root.children, answer)
         if choice is not None:
-            root.attrs[sc.RAGAS_PASSAGES_SOURCE] = choice.source
+            if choice.source is not None:
+                root.attrs[sc.RAGAS_PASSAGES_SOURCE] = choice.source
             if choice.shown is not None:
                 attrs = _RERANKER_ATTRIBUTES.copy()
                 self._reranked_attributes.add(attrs, choice.shown)

@@ -9,10 +9,10 @@ prompt is read from the messages it was given (all of them, not only those its s
 records). A retrieval or reranker before it none of whose passages is in the prompt
 is marked ``ragas.retrieval.discarded = not_in_prompt``; when the prompt shows fewer
 passages than the rest retrieved, or a part of one, a RERANKER span under the root
-holds what it shows (``extract`` then scores those). The root says which rule chose
-its passages (``ragas.passages.source``): the answering model's input, or, where
-that input was not seen (a model without callbacks) or holds none of the passages
-verbatim (reworded, an answer no model call wrote), every passage retrieved."""
+holds what it shows (``extract`` then scores those). Where that input was not seen (a
+model without callbacks) or holds none of the passages verbatim (reworded, an answer
+no model call wrote), every passage retrieved counts, and the root says why
+(``ragas.passages.source``)."""
 
 from __future__ import annotations
 
@@ -31,18 +31,22 @@ _COMPLETION = sc.message_key("output", 0, sc.MESSAGE_CONTENT)
 
 
 class Choice:
-    """What ``choose`` decided: the root's ``source``, and the passages the prompt
+    """What ``choose`` decided: why every passage counts (``source``, None when not
+    so), and the passages the prompt
     shows when a RERANKER span must say so (``shown``, with the call's start)."""
 
     __slots__ = ("marked", "shown", "source", "start_ns")
 
-    def __init__(self, source: str, shown: list[Any] | None = None, start_ns: int = 0,
+    def __init__(self, source: str | None, shown: list[Any] | None = None, start_ns: int = 0,
                  marked: bool = False) -> None:
         self.source = source
         self.shown = shown
         self.start_ns = start_ns
         # Whether a retrieval was marked ``not_in_prompt``.
         self.marked = marked
+
+
+_AS_RETRIEVED = Choice(None)
 
 
 def choose(children: Sequence[Run], answer: str | None) -> Choice | None:
@@ -66,11 +70,15 @@ def choose(children: Sequence[Run], answer: str | None) -> Choice | None:
                 seen.add(text)
                 docs.append(doc)
                 texts.append(text)
+    prompt = prompt_text(call)
+    if (all(r.attrs.get(sc.SPAN_KIND) == sc.KIND_RETRIEVER for r in before)
+            and all(t in prompt for t in texts)):
+        return _AS_RETRIEVED  # most requests: every passage retrieved is in the prompt
     others = [(completion, functools.partial(prompt_text, r)) for r in children
               if r is not call and r.error is None and r.end_ns is not None
               and r.end_ns <= call.start_ns and r.attrs.get(sc.SPAN_KIND) == sc.KIND_LLM
               and type(completion := r.attrs.get(_COMPLETION)) is str]
-    found = _prompt_passages.shown_through(prompt_text(call), others, texts)
+    found = _prompt_passages.shown_through(prompt, others, texts)
     if not found:
         return Choice(sc.PASSAGES_NOT_IN_PROMPT)
     before.sort(key=lambda r: r.start_ns)
@@ -81,9 +89,9 @@ def choose(children: Sequence[Run], answer: str | None) -> Choice | None:
     for i in dropped:
         before[i].attrs[sc.RAGAS_RETRIEVAL_DISCARDED] = sc.DISCARDED_NOT_IN_PROMPT
     if differs:
-        return Choice(sc.PASSAGES_PROMPT, [_part(docs[i], part) for i, part in found],
+        return Choice(None, [_part(docs[i], part) for i, part in found],
                       call.start_ns, bool(dropped))
-    return Choice(sc.PASSAGES_PROMPT, marked=bool(dropped))
+    return Choice(None, marked=bool(dropped))
 
 
 def answering_call(children: Sequence[Run], answer: str,

@@ -9,7 +9,8 @@ latest that started after a retrieval ended (a streamed answer's call is still o
 then). A RETRIEVER or RERANKER span before it none of whose passages is in its input
 is marked ``ragas.retrieval.discarded = not_in_prompt``; when the input shows fewer
 passages than the rest hold, or a part of one, a RERANKER span under the root holds
-what it shows. The root's ``ragas.passages.source`` says which rule chose them."""
+what it shows. Where the input was not seen, or holds none of the passages, every
+passage counts, and the root's ``ragas.passages.source`` says why."""
 
 from __future__ import annotations
 
@@ -30,12 +31,13 @@ _PROMPT_KEYS = tuple((sc.message_key("input", i, sc.MESSAGE_ROLE),
 
 
 class Choice:
-    """The root's ``source``; with ``attrs`` (the RERANKER span's) and ``start_ns`` when
+    """Why the root's passages are every one retrieved (``source``, None when they
+    are not); with ``attrs`` (the RERANKER span's) and ``start_ns`` when
     a span must say which passages the prompt shows."""
 
     __slots__ = ("attrs", "source", "start_ns")
 
-    def __init__(self, source: str, attrs: dict[str, Any] | None = None,
+    def __init__(self, source: str | None, attrs: dict[str, Any] | None = None,
                  start_ns: int = 0) -> None:
         self.source = source
         self.attrs = attrs
@@ -81,7 +83,7 @@ def choose(nodes: Sequence[Node], answer: str | None) -> Choice | None:
         if attrs is not None:
             attrs[sc.RAGAS_RETRIEVAL_DISCARDED] = sc.DISCARDED_NOT_IN_PROMPT
     if not differs:
-        return Choice(sc.PASSAGES_PROMPT)
+        return Choice(None)
     shown: dict[str, Any] = {RETRIEVAL_DOCUMENTS_TOTAL: len(found)}
     for j, (i, part) in enumerate(found):
         source, k, prefix = where[i]
@@ -90,7 +92,7 @@ def choose(nodes: Sequence[Node], answer: str | None) -> Choice | None:
             if value is not None:
                 shown[sc.document_key(j, field, sc.RERANKER_OUTPUT_DOCUMENTS)] = value
         shown[sc.document_key(j, sc.DOCUMENT_CONTENT, sc.RERANKER_OUTPUT_DOCUMENTS)] = part
-    return Choice(sc.PASSAGES_PROMPT, shown, call.start_ns)
+    return Choice(None, shown, call.start_ns)
 
 
 def _answering_call(calls: Sequence[Node], answer: str, first_end: int) -> Node | None:

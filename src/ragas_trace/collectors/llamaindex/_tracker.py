@@ -492,7 +492,8 @@ class Tracker(SpanBook):
             choice = _in_prompt.choose(done + pending if pending else done, answer)
             if choice is None:
                 return
-            attrs[sc.RAGAS_PASSAGES_SOURCE] = choice.source
+            if choice.source is not None:
+                attrs[sc.RAGAS_PASSAGES_SOURCE] = choice.source
             if choice.attrs is not None:
                 shown = dict(_RERANKER_ATTRS)
                 shown.update(choice.attrs)
