@@ -75,7 +75,7 @@ def _kept_retriever(run: Run) -> bool:
 
 
 def _mark_superseded(children: Sequence[Run], retrievals: list[Run], answer: str) -> bool:
-    call = _in_prompt.answering_call(children, answer)
+    call = _in_prompt.answering_call(_in_prompt.model_calls(children), answer)
     if call is None:
         return False
     prompt = _in_prompt.prompt_text(call)

@@ -26,8 +26,12 @@ from ragas_trace import semconv as sc
 from ragas_trace.collectors import _prompt_passages
 from ragas_trace.collectors.langchain import _messages
 from ragas_trace.collectors.langchain._runs import Run
+from ragas_trace.collectors.langchain._span_attributes import MAX_MESSAGES
 
 _COMPLETION = sc.message_key("output", 0, sc.MESSAGE_CONTENT)
+# The messages an LLM span records: (role key, content key) of each.
+_PROMPT_KEYS = tuple((sc.message_key("input", i, sc.MESSAGE_ROLE),
+                      sc.message_key("input", i, sc.MESSAGE_CONTENT)) for i in range(MAX_MESSAGES))
 
 
 class Choice:
@@ -52,13 +56,25 @@ _AS_RETRIEVED = Choice(None)
 def choose(children: Sequence[Run], answer: str | None) -> Choice | None:
     """Mark the retrievals and rerankers among a request's ``children`` whose passages
     the answering call was not given; None when the request has no passages."""
-    retrievals = [r for r in children if r.documents is not None and r.end_ns is not None
-                  and sc.RAGAS_RETRIEVAL_DISCARDED not in r.attrs]
-    if not retrievals or not answer:
+    if not answer:
         return None
-    call = answering_call(children, answer.strip(), retrievals)
+    retrievals: list[Run] = []
+    calls: list[Run] = []
+    for run in children:  # one pass: this runs at the end of every request
+        if run.end_ns is None:
+            continue
+        if run.documents is not None:
+            if sc.RAGAS_RETRIEVAL_DISCARDED not in run.attrs:
+                retrievals.append(run)
+        elif run.error is None and run.attrs.get(sc.SPAN_KIND) == sc.KIND_LLM:
+            calls.append(run)
+    if not retrievals:
+        return None
+    call = answering_call(calls, answer.strip(), retrievals)
     if call is None:
         return Choice(sc.PASSAGES_PROMPT_UNSEEN)
+    if _all_in(retrievals, call):
+        return _AS_RETRIEVED  # most requests: every passage retrieved is in the prompt
     before = [r for r in retrievals if r.start_ns < call.start_ns]
     docs: list[Any] = []
     texts: list[str] = []
@@ -71,12 +87,8 @@ def choose(children: Sequence[Run], answer: str | None) -> Choice | None:
                 docs.append(doc)
                 texts.append(text)
     prompt = prompt_text(call)
-    if (all(r.attrs.get(sc.SPAN_KIND) == sc.KIND_RETRIEVER for r in before)
-            and all(t in prompt for t in texts)):
-        return _AS_RETRIEVED  # most requests: every passage retrieved is in the prompt
-    others = [(completion, functools.partial(prompt_text, r)) for r in children
-              if r is not call and r.error is None and r.end_ns is not None
-              and r.end_ns <= call.start_ns and r.attrs.get(sc.SPAN_KIND) == sc.KIND_LLM
+    others = [(completion, functools.partial(prompt_text, r)) for r in calls
+              if r is not call and r.end_ns is not None and r.end_ns <= call.start_ns
               and type(completion := r.attrs.get(_COMPLETION)) is str]
     found = _prompt_passages.shown_through(prompt, others, texts)
     if not found:
@@ -94,25 +106,50 @@ def choose(children: Sequence[Run], answer: str | None) -> Choice | None:
     return Choice(None, marked=bool(dropped))
 
 
-def answering_call(children: Sequence[Run], answer: str,
+def answering_call(calls: Sequence[Run], answer: str,
                    retrievals: Sequence[Run] = ()) -> Run | None:
-    """The latest model call that ended with ``answer`` as its completion; else the
-    latest that started after one of ``retrievals`` ended."""
+    """Of the ended model ``calls``, the latest that ended with ``answer`` as its
+    completion; else the latest that started after one of ``retrievals`` ended."""
     found: Run | None = None
-    latest: Run | None = None
-    first_end = min((r.end_ns or 0 for r in retrievals), default=None)
-    for run in children:
-        if (run.end_ns is None or run.error is not None
-                or run.attrs.get(sc.SPAN_KIND) != sc.KIND_LLM):
-            continue
+    for run in calls:
         completion: Any = run.attrs.get(_COMPLETION)
         if (type(completion) is str and completion.strip() == answer
-                and (found is None or run.end_ns > (found.end_ns or 0))):
+                and (found is None or (run.end_ns or 0) > (found.end_ns or 0))):
             found = run
-        if (first_end is not None and run.start_ns >= first_end
-                and (latest is None or run.end_ns > (latest.end_ns or 0))):
-            latest = run
-    return found if found is not None else latest
+    if found is not None or not retrievals:
+        return found
+    first_end = min(r.end_ns or 0 for r in retrievals)
+    for run in calls:
+        if run.start_ns >= first_end and (found is None or (run.end_ns or 0) > (found.end_ns or 0)):
+            found = run
+    return found
+
+
+def model_calls(children: Sequence[Run]) -> list[Run]:
+    """The model calls among a request's runs that ended without error."""
+    return [r for r in children if r.end_ns is not None and r.error is None
+            and r.attrs.get(sc.SPAN_KIND) == sc.KIND_LLM]
+
+
+def _all_in(retrievals: Sequence[Run], call: Run) -> bool:
+    """Whether every retrieval started before ``call`` and every passage of each is,
+    verbatim, in the messages its span records."""
+    attrs = call.attrs
+    texts = []
+    for role, content in _PROMPT_KEYS:
+        if role not in attrs:
+            break
+        if type(text := attrs.get(content)) is str:
+            texts.append(text)
+    prompt = "\n".join(texts)
+    for run in retrievals:
+        if run.start_ns >= call.start_ns or run.attrs.get(sc.SPAN_KIND) != sc.KIND_RETRIEVER:
+            return False
+        for doc in run.documents or ():
+            text = doc.page_content if type(doc) is Document else _text(doc)
+            if text is None or text not in prompt:
+                return False
+    return True
 
 
 def prompt_text(call: Run) -> str:
