@@ -44,18 +44,35 @@ class Choice:
         self.start_ns = start_ns
 
 
+_AS_RETRIEVED = Choice(None)
+
+
 def choose(nodes: Sequence[Node], answer: str | None) -> Choice | None:
     """Mark the RETRIEVER / RERANKER nodes among a request's ended ``nodes`` (and its
     open LLM calls) whose passages the answering call was not given; None when the
     request has no passages or no answer."""
-    groups = [n for n in nodes if n.role in (RETRIEVER, POSTPROCESSOR) and n.attrs is not None
-              and n.ended and sc.RAGAS_RETRIEVAL_DISCARDED not in n.attrs]
-    if not groups or not answer:
+    if not answer:
         return None
-    calls = [n for n in nodes if n.role == LLM and n.attrs is not None and n.error is None]
-    call = _answering_call(calls, answer.strip(), min(n.end_ns for n in groups))
+    groups: list[Node] = []
+    calls: list[Node] = []
+    for node in nodes:  # one pass: this runs at the end of every request
+        attrs = node.attrs
+        if attrs is None:
+            continue
+        if node.role == LLM:
+            if node.error is None:
+                calls.append(node)
+        elif (node.role in (RETRIEVER, POSTPROCESSOR) and node.ended
+              and sc.RAGAS_RETRIEVAL_DISCARDED not in attrs):
+            groups.append(node)
+    if not groups:
+        return None
+    call = _answering_call(calls, answer.strip(), groups)
     if call is None:
         return Choice(sc.PASSAGES_PROMPT_UNSEEN)
+    prompt = _prompt(call.attrs or {})
+    if _all_in(groups, call, prompt):
+        return _AS_RETRIEVED  # most requests: every passage retrieved is in the prompt
     before = sorted((n for n in groups if n.start_ns < call.start_ns),
                     key=lambda n: n.start_ns)
     texts: list[str] = []
@@ -72,7 +89,7 @@ def choose(nodes: Sequence[Node], answer: str | None) -> Choice | None:
     others = [(completion, functools.partial(_prompt, n.attrs or {})) for n in calls
               if n is not call and n.ended and n.end_ns <= call.start_ns
               and type(completion := (n.attrs or {}).get(_COMPLETION)) is str]
-    found = _prompt_passages.shown_through(_prompt(call.attrs or {}), others, texts)
+    found = _prompt_passages.shown_through(prompt, others, texts)
     if not found:
         return Choice(sc.PASSAGES_NOT_IN_PROMPT)
     dropped, differs = _prompt_passages.left_out(
@@ -95,17 +112,33 @@ def choose(nodes: Sequence[Node], answer: str | None) -> Choice | None:
     return Choice(None, shown, call.start_ns)
 
 
-def _answering_call(calls: Sequence[Node], answer: str, first_end: int) -> Node | None:
+def _answering_call(calls: Sequence[Node], answer: str, groups: Sequence[Node]) -> Node | None:
     found: Node | None = None
-    latest: Node | None = None
     for node in calls:
         completion = (node.attrs or {}).get(_COMPLETION)
         if (type(completion) is str and completion.strip() == answer
                 and (found is None or node.end_ns > found.end_ns)):
             found = node
-        if node.start_ns >= first_end and (latest is None or node.start_ns > latest.start_ns):
-            latest = node
-    return found if found is not None else latest
+    if found is not None:
+        return found
+    first_end = min(n.end_ns for n in groups)
+    for node in calls:
+        if node.start_ns >= first_end and (found is None or node.start_ns > found.start_ns):
+            found = node
+    return found
+
+
+def _all_in(groups: Sequence[Node], call: Node, prompt: str) -> bool:
+    """Whether every group is a retrieval that started before ``call``, each of whose
+    passages is in ``prompt`` verbatim."""
+    for node in groups:
+        attrs = node.attrs
+        if node.role != RETRIEVER or node.start_ns >= call.start_ns or attrs is None:
+            return False
+        for text in _contents(attrs, sc.RETRIEVAL_DOCUMENTS):
+            if text not in prompt:
+                return False
+    return True
 
 
 def _prefix(node: Node) -> str:
