@@ -61,12 +61,11 @@ def choose(children: Sequence[Run], answer: str | None) -> Choice | None:
     retrievals: list[Run] = []
     calls: list[Run] = []
     for run in children:  # one pass: this runs at the end of every request
-        if run.end_ns is None:
-            continue
         if run.documents is not None:
-            if sc.RAGAS_RETRIEVAL_DISCARDED not in run.attrs:
+            if run.end_ns is not None and sc.RAGAS_RETRIEVAL_DISCARDED not in run.attrs:
                 retrievals.append(run)
         elif run.error is None and run.attrs.get(sc.SPAN_KIND) == sc.KIND_LLM:
+            # Still open when a stream's consumer stopped early: its prompt is known.
             calls.append(run)
     if not retrievals:
         return None
