@@ -429,7 +429,10 @@ class RagasCallbackHandler(BaseCallbackHandler):
             answer = _values.answer_of(outputs)
             attrs.update(attributes.output_attributes(answer))
             if error is None and run.retrieved:
-                self._choose_passages(run, answer)
+                try:
+                    self._choose_passages(run, answer)
+                except Exception as exc:  # the rest of the root's attributes still count
+                    record_internal_error("langchain.passages_in_prompt", exc)
             # A consumer that stops a sync stream early ends the root while the
             # model run is still open.
             if run.open_children > 0:
