@@ -291,3 +291,20 @@ def test_a_retrieval_whose_passages_never_reached_the_prompt_is_marked(
                            key=lambda s: s.start_time or 0)
     assert sc.RAGAS_RETRIEVAL_DISCARDED not in (first.attributes or {})
     assert (second.attributes or {})[sc.RAGAS_RETRIEVAL_DISCARDED] == sc.DISCARDED_NOT_IN_PROMPT
+
+
+def test_a_stream_stopped_early_keeps_the_passages_its_model_was_given(
+        tracing: InMemoryTracing) -> None:
+    """The consumer stops after two chunks: the model call is still open when the root
+    ends with the partial answer, and its prompt (known from its start) still chooses
+    the passages."""
+    app = lambda_step(top_two)
+    handler = RagasCallbackHandler(tracing.provider)
+    stream = app.stream(apps.question(3), {"callbacks": [handler]})
+    chunks = iter(stream)
+    next(chunks), next(chunks)
+    stream.close()
+
+    _, record = next(iter(requests_of(tracing).values()))
+    docs = STORE.similarity_search(apps.question(3), k=K)
+    assert passages(record) == [d.page_content for d in rerank(docs)]
