@@ -202,7 +202,8 @@ class _Passages:
     under the RERANKER's parent span, that share a passage (by id or text) with it: what
     it was given, whether a retrieval or an earlier reranker's output, so a chain of
     postprocessors leaves the last one's output, and branches that retrieved other
-    passages (a parallel retrieval, another tool call) keep theirs. A RERANKER that kept
+    passages (a parallel retrieval, another tool call) keep theirs; a passage of which
+    it holds only a prefix (the part a prompt showed) counts as shared. A RERANKER that kept
     nothing replaces the group just before it. A span marked
     ``ragas.retrieval.discarded`` (a failed attempt's retrieval, one a later retrieval
     replaced in the answering prompt) takes part in that replacing but gives no
@@ -229,8 +230,7 @@ class _Passages:
             ids = {d.id for d in docs if d.id is not None}
             texts = {d.content for d in docs}
             replaced = {i for i in earlier
-                        if any(c.content in texts or (c.id is not None and c.id in ids)
-                               for c in self._groups[i][1])}
+                        if any(_kept_from(c, texts, ids) for c in self._groups[i][1])}
         else:
             replaced = set(earlier[-1:])
         self._groups = [g for i, g in enumerate(self._groups) if i not in replaced]
@@ -243,6 +243,14 @@ class _Passages:
     def _note_discarded(self, span: ReadableSpan) -> None:
         if (span.attributes or {}).get(sc.RAGAS_RETRIEVAL_DISCARDED):
             self._discarded.add(id(span))
+
+
+def _kept_from(passage: Context, texts: set[str], ids: set[str]) -> bool:
+    """Whether a reranker's output holds ``passage``: by id, by text, or as the part of
+    its text a prompt showed (a prefix: an app cut it to fit)."""
+    content = passage.content
+    return (content in texts or (passage.id is not None and passage.id in ids)
+            or any(t and content.startswith(t) for t in texts))
 
 
 def _ancestors(span: ReadableSpan, by_id: Mapping[int, ReadableSpan]) -> Iterable[ReadableSpan]:

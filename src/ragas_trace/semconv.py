@@ -109,6 +109,15 @@ RAGAS_RUN_CANCELLED: Final = "ragas.run.cancelled"
 RAGAS_RETRIEVAL_DISCARDED: Final = "ragas.retrieval.discarded"
 DISCARDED_FAILED_ATTEMPT: Final = "failed_attempt"
 DISCARDED_SUPERSEDED: Final = "superseded"
+# ... or none of its passages is in the answering model's input.
+DISCARDED_NOT_IN_PROMPT: Final = "not_in_prompt"
+# On a RAG root whose passages could not be chosen by the answering model's input
+# (absent: they were, as most are), why every passage retrieved counts:
+# ``prompt_unseen``, no model call with callbacks answered (a custom model wrapper);
+# ``not_in_prompt``, the answering call's input holds none of them verbatim.
+RAGAS_PASSAGES_SOURCE: Final = "ragas.passages.source"
+PASSAGES_PROMPT_UNSEEN: Final = "prompt_unseen"
+PASSAGES_NOT_IN_PROMPT: Final = "not_in_prompt"
 RAGAS_ALWAYS_SCORE: Final = "ragas.evaluation.always"
 RAGAS_FAITHFULNESS: Final = "ragas.faithfulness"
 RAGAS_ANSWER_RELEVANCE: Final = "ragas.answer_relevance"

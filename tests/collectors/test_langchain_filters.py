@@ -192,8 +192,11 @@ def test_a_graph_node_that_drops_every_passage_leaves_none(tracing: InMemoryTrac
     assert passages(record) == []
 
 
-def test_a_step_handing_on_one_of_two_passage_lists_drops_nothing(
+def test_a_step_handing_on_one_of_two_passage_lists_is_no_cut(
         tracing: InMemoryTracing) -> None:
+    """A step that hands on "a" whole (a subset of all it got, but not of its own key)
+    made no choice among passages: no RERANKER span for it. The other list never
+    reaches the prompt: its retrieval is marked and gives no passage."""
     retriever = STORE.as_retriever(search_kwargs={"k": 1})
     other = apps.question(5)
     chain = ({"a": retriever, "b": RunnableLambda(lambda q: other) | retriever,
@@ -205,6 +208,8 @@ def test_a_step_handing_on_one_of_two_passage_lists_drops_nothing(
 
     spans = tracing.spans()
     _, record = one_request(spans)
-    # "a" is handed on whole: a subset of all the step got, but not of its own key.
     assert by_kind(spans, sc.KIND_RERANKER) == []
-    assert sorted(passages(record)) == sorted(top(Q, 1) + top(other, 1))
+    assert passages(record) == top(Q, 1)
+    marks = {(s.attributes or {}).get(sc.RAGAS_RETRIEVAL_DISCARDED)
+             for s in by_kind(spans, sc.KIND_RETRIEVER)}
+    assert marks == {None, sc.DISCARDED_NOT_IN_PROMPT}

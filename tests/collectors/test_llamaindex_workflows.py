@@ -50,7 +50,8 @@ class NodesFromStepWorkflow(Workflow):
     @step
     async def rerank(self, ev: RetrieverEvent) -> StopEvent:
         kept = ev.nodes[:2]
-        response = await MockLLM(max_tokens=3).acomplete(ev.nodes[0].node.get_content())
+        response = await MockLLM(max_tokens=3).acomplete(
+            "\n".join(n.node.get_content() for n in ev.nodes))
         return StopEvent(result={"response": response.text, "source_nodes": kept})
 
 

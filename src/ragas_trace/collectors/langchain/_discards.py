@@ -16,23 +16,21 @@ root run ends without error:
 Their spans stay, marked ``ragas.retrieval.discarded`` with the reason, so that a
 reader still sees what was retrieved; ``extract`` leaves their passages out of the
 record. This runs once per request, off the callbacks of the chain's steps; the prompt
-is searched only when the request has two retrievals or more."""
+is searched here only when the request has two retrievals or more. Which passages of
+the retrievals kept reached the prompt is ``_in_prompt``'s to decide, after this."""
 
 from __future__ import annotations
 
 import asyncio
 from collections.abc import Sequence
-from typing import Any
 
 from ragas_trace import semconv as sc
+from ragas_trace.collectors.langchain import _in_prompt
 from ragas_trace.collectors.langchain._runs import Run
-from ragas_trace.collectors.langchain._span_attributes import MAX_MESSAGES
 
 # A passage counts as in the prompt when its first characters are: apps cut long
 # passages to fit the prompt.
 _PROBE_CHARS = 200
-_COMPLETION = sc.message_key("output", 0, sc.MESSAGE_CONTENT)
-_PROMPT = tuple(sc.message_key("input", i, sc.MESSAGE_CONTENT) for i in range(MAX_MESSAGES))
 
 
 def is_failure(error: BaseException) -> bool:
@@ -77,10 +75,10 @@ def _kept_retriever(run: Run) -> bool:
 
 
 def _mark_superseded(children: Sequence[Run], retrievals: list[Run], answer: str) -> bool:
-    call = _answering_call(children, answer)
+    call = _in_prompt.answering_call(_in_prompt.model_calls(children), answer)
     if call is None:
         return False
-    prompt = "\n".join(t for t in (call.attrs.get(k) for k in _PROMPT) if type(t) is str)
+    prompt = _in_prompt.prompt_text(call)
     before = sorted((r for r in retrievals if sc.RAGAS_RETRIEVAL_DISCARDED not in r.attrs
                      and r.start_ns < call.start_ns), key=lambda r: r.start_ns)
     later: set[str] = set()  # the passages of the later retrievals kept
@@ -88,7 +86,7 @@ def _mark_superseded(children: Sequence[Run], retrievals: list[Run], answer: str
     marked = False
     for run in reversed(before):
         passages = texts(run)
-        reached = {t for t in passages if _in_prompt(t, prompt)}
+        reached = {t for t in passages if _probed(t, prompt)}
         if later_reached and reached <= later:
             run.attrs[sc.RAGAS_RETRIEVAL_DISCARDED] = sc.DISCARDED_SUPERSEDED
             marked = True
@@ -100,20 +98,6 @@ def _mark_superseded(children: Sequence[Run], retrievals: list[Run], answer: str
     return marked
 
 
-def _answering_call(children: Sequence[Run], answer: str) -> Run | None:
-    """The latest model call that ended with the answer as its completion."""
-    found: Run | None = None
-    for run in children:
-        if (run.end_ns is None or run.error is not None
-                or run.attrs.get(sc.SPAN_KIND) != sc.KIND_LLM):
-            continue
-        completion: Any = run.attrs.get(_COMPLETION)
-        if (type(completion) is str and completion.strip() == answer
-                and (found is None or run.end_ns > (found.end_ns or 0))):
-            found = run
-    return found
-
-
-def _in_prompt(text: str, prompt: str) -> bool:
+def _probed(text: str, prompt: str) -> bool:
     probe = text.strip()[:_PROBE_CHARS]
     return bool(probe) and probe in prompt

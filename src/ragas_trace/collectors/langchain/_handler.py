@@ -45,6 +45,7 @@ from ragas_trace.collectors import _settings
 from ragas_trace.collectors.langchain import (
     _discards,
     _found_documents,
+    _in_prompt,
     _span_attributes,
     _values,
     _vector_stores,
@@ -61,6 +62,8 @@ _ATTRIBUTE_CACHE_SIZE = 256
 # Steps and tools looked through above a retrieval (a guard: trees are shallower).
 _MAX_LINEAGE = 64
 _DOCUMENT_KEYS = sc.RETRIEVAL_DOCUMENTS + "."
+# The RERANKER span of the passages the answering prompt shows (``_in_prompt``).
+_PROMPT_PASSAGES = "passages in prompt"
 _Build = Callable[[Any], dict[str, Any]]
 
 
@@ -348,7 +351,7 @@ class RagasCallbackHandler(BaseCallbackHandler):
         self._evict(self._runs.add_root(run))
 
     def _start_child(self, run_id: UUID, parent_run_id: UUID | None, name: str,
-                     attrs: dict[str, Any]) -> None:
+                     attrs: dict[str, Any], prompt: Any = None) -> None:
         if parent_run_id is None:
             parent_run_id = self._adopting_run()
             if parent_run_id is None:
@@ -362,6 +365,7 @@ class RagasCallbackHandler(BaseCallbackHandler):
         else:
             run = Run(run_id.int, parent.root, parent, name, attrs, time.time_ns())
             run.parent_id = parent_run_id.int
+            run.prompt = prompt
             if self._runs.add_child(run):
                 self._emitter.start_late(run)
 
@@ -379,7 +383,8 @@ class RagasCallbackHandler(BaseCallbackHandler):
         try:
             attrs.update(_span_attributes.prompt_attributes(messages))
         finally:
-            self._start_child(run_id, parent_run_id, _run_name(serialized, kwargs, "llm"), attrs)
+            self._start_child(run_id, parent_run_id, _run_name(serialized, kwargs, "llm"), attrs,
+                              messages)
 
     def _end_child(self, run_id: UUID, build: _Build | None, value: Any,
                    error: BaseException | None) -> Run | None:
@@ -425,9 +430,11 @@ class RagasCallbackHandler(BaseCallbackHandler):
                 attrs.update(attributes.input_attributes(question))
             answer = _values.answer_of(outputs)
             attrs.update(attributes.output_attributes(answer))
-            if (error is None and (run.failed or len(run.retrieved) > 1)
-                    and _discards.mark(run.children, run.failed, answer)):
-                self._record_again(run)
+            if error is None and run.retrieved:
+                try:
+                    self._choose_passages(run, answer)
+                except Exception as exc:  # the rest of the root's attributes still count
+                    record_internal_error("langchain.passages_in_prompt", exc)
             # A consumer that stops a sync stream early ends the root while the
             # model run is still open.
             if run.open_children > 0:
@@ -436,6 +443,27 @@ class RagasCallbackHandler(BaseCallbackHandler):
                 attrs[sc.RAGAS_STREAM_STATUS] = sc.STREAM_COMPLETED
         finally:
             self._emitter.end_root(run, time.time_ns(), attrs, error)
+
+    def _choose_passages(self, root: Run, answer: str | None) -> None:
+        """Leave out the passages the answer was not generated from (``_discards``,
+        ``_in_prompt``); a RERANKER span holds those the answering prompt shows when
+        that is not every passage retrieved (or a part of one)."""
+        again = ((root.failed is not None or len(root.retrieved) > 1)
+                 and _discards.mark(root.children, root.failed, answer))
+        choice = _in_prompt.choose(root.children, answer)
+        if choice is not None:
+            if choice.source is not None:
+                root.attrs[sc.RAGAS_PASSAGES_SOURCE] = choice.source
+            if choice.shown is not None:
+                attrs = _RERANKER_ATTRIBUTES.copy()
+                self._reranked_attributes.add(attrs, choice.shown)
+                run = Run(0, root, root, _PROMPT_PASSAGES, attrs, choice.start_ns)
+                run.end_ns = choice.start_ns
+                run.documents = choice.shown
+                self._emitter.add_ended(run)
+            again |= choice.marked
+        if again:
+            self._record_again(root)
 
     def _root_ending(self, root: Run, end_ns: int, error: BaseException | None) -> None:
         """Before a request's spans are made: stop watching its task; if it was

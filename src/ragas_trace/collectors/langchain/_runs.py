@@ -44,7 +44,7 @@ class Run:
 
     __slots__ = ("_child_context", "_root", "attrs", "children", "ctx", "documents",
                  "emitted", "end_ns", "error", "evicted", "failed", "kept", "lineage", "name",
-                 "open_children", "parent", "parent_id", "question_known", "retrieved",
+                 "open_children", "parent", "parent_id", "prompt", "question_known", "retrieved",
                  "run_id", "run_ids", "session_looked_up", "span", "start_ns", "started",
                  "streaming", "suppressed", "task_hook")
 
@@ -98,6 +98,9 @@ class Run:
         # the run ids of the steps and tools that were open above it (``_discards``).
         self.documents: Sequence[Any] | None = None
         self.lineage: tuple[int, ...] = ()
+        # A model run: the messages (or prompt strings) it was given, as passed to
+        # its start callback (``_in_prompt`` reads the answering call's).
+        self.prompt: Any = None
         self._child_context: otel_context.Context | None = None
 
     @property

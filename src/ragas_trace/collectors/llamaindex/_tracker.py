@@ -56,6 +56,7 @@ from ragas_trace import semconv as sc
 from ragas_trace._internal_errors import record_internal_error
 from ragas_trace.collectors import _attributes as attributes
 from ragas_trace.collectors.llamaindex import _agent_values as agent_values
+from ragas_trace.collectors.llamaindex import _in_prompt
 from ragas_trace.collectors.llamaindex import _values as values
 from ragas_trace.collectors.llamaindex._nodes import (
     CHAT_ENGINE,
@@ -97,6 +98,8 @@ _POSTPROCESS_METHODS = frozenset({"_postprocess_nodes", "_apostprocess_nodes"})
 _SYNTHESIZE_METHODS = frozenset({"synthesize", "asynthesize"})
 # Inside these, a postprocessor's output is part of what they return.
 _NO_RERANKER_UNDER = frozenset({RETRIEVER, POSTPROCESSOR})
+# The RERANKER span of the passages the answering prompt shows (``_in_prompt``).
+_PROMPT_PASSAGES = "passages in prompt"
 
 
 class Tracker(SpanBook):
@@ -456,6 +459,8 @@ class Tracker(SpanBook):
             if not any(node.role == RETRIEVER for node in done):
                 done.extend(self._tool_passages(done))
             attrs = dict(attributes.output_attributes(answer))
+            if err is None and not evicted:
+                self._choose_passages(root, done, pending, answer, attrs)
             if request.streaming:
                 if stream_status is None:
                     stream_status = sc.STREAM_ERROR if err is not None else sc.STREAM_COMPLETED
@@ -478,6 +483,27 @@ class Tracker(SpanBook):
             # spans would make collections (of the app's whole heap) more frequent.
             request.root = None
             (span or self._span_of(root)).end(end_ns)
+
+    def _choose_passages(self, root: Node, done: list[Node], pending: list[Node],
+                         answer: str | None, attrs: dict[str, Any]) -> None:
+        """Leave out the passages the answering call was not given (``_in_prompt``): a
+        RERANKER span under the root holds those it shows, when that is needed."""
+        try:
+            choice = _in_prompt.choose(done + pending if pending else done, answer)
+            if choice is None:
+                return
+            if choice.source is not None:
+                attrs[sc.RAGAS_PASSAGES_SOURCE] = choice.source
+            if choice.attrs is not None:
+                shown = dict(_RERANKER_ATTRS)
+                shown.update(choice.attrs)
+                node = Node(root.li_id, POSTPROCESSOR, None, root.request, root, shown)
+                node.name = _PROMPT_PASSAGES
+                node.start_ns = node.end_ns = choice.start_ns
+                node.ended = True
+                done.append(node)
+        except Exception as exc:
+            record_internal_error("llamaindex.passages_in_prompt", exc)
 
     # Workflows and tools ----------------------------------------------------------
 
