@@ -167,9 +167,9 @@ SETTINGS: tuple[Setting, ...] = (
             "(uvicorn finishing its requests)"),
     Setting("spool_dir", "RAGAS_TRACE_SPOOL_DIR", "auto", text,
             "directory where the exit path keeps what it could not deliver by its "
-            "deadline, for the next process that starts with it: `auto` = "
-            "`$PROMETHEUS_MULTIPROC_DIR/ragas-trace-spool` when that variable is set, "
-            "else none; `none` turns it off"),
+            "deadline, for the next process that starts with it: `auto` = a "
+            "`ragas-trace-spool` folder in `PROMETHEUS_MULTIPROC_DIR` when that "
+            "variable is set, else none; `none` turns it off"),
     Setting("spool_max_mb", "RAGAS_TRACE_SPOOL_MAX_MB", 64.0, number(0.0, above=True),
             "bound on the spool's files together, in MiB; past it entries are not kept "
             "(logged, counted in `ragas_spool_total{event=\"full\"}`)"),

@@ -173,14 +173,15 @@ class AnnotationQueue:
     def join(self, deadline: float) -> bool:
         """Wait for the worker until ``deadline``, then hand what is left to the spill
         given to ``close`` (the spool: it returns how many it kept), else drop (and
-        count) it. With a spill, a batch still in flight goes there too (the backend
-        may store it twice: it upserts by span and name)."""
+        count) it. A batch still in flight goes with it: to the spill (the backend may
+        store it twice: it upserts by span and name), else counted lost here, now, not
+        by the worker after ``shutdown`` has returned."""
         if self._started:
             self._worker.join(max(0.0, deadline - time.monotonic()))
         with self._lock:
             left = list(self._queue)
             self._queue.clear()
-            if self._spill is not None and self._worker.is_alive() and self._batch:
+            if self._worker.is_alive() and self._batch:
                 left.extend(self._batch)
                 self._abandoned = True
             self._changed.notify_all()
