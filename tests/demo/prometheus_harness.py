@@ -133,3 +133,15 @@ def running_prometheus(
             process.kill()
             process.wait(timeout=10)
         log.close()
+
+
+@contextmanager
+def scraping_or_skip(workdir: Path, targets: Mapping[str, int]) -> Iterator[Prometheus]:
+    """A Prometheus with no rules scraping ``targets``; the test is skipped where
+    Debian's package is not installed."""
+    import pytest
+
+    if shutil.which("prometheus") is None:
+        pytest.skip("prometheus not installed (apt-get install prometheus; .ci/run does)")
+    with running_prometheus(workdir, {"groups": []}, targets) as prometheus:
+        yield prometheus

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import signal
 import subprocess
 import sys
@@ -40,7 +39,7 @@ from ragas_trace.exporters.spool import DIRECTORY_NAME
 from ragas_trace.testing.phoenix_server import PhoenixServer, free_port, phoenix_executable
 
 sys.path.insert(0, str(Path(__file__).parents[1] / "demo"))
-from prometheus_harness import Prometheus, running_prometheus
+from prometheus_harness import Prometheus, scraping_or_skip
 
 pytestmark = pytest.mark.slow
 
@@ -75,10 +74,7 @@ def metrics_ports() -> dict[str, int]:
 @pytest.fixture(scope="module")
 def prometheus(tmp_path_factory: pytest.TempPathFactory,
                metrics_ports: dict[str, int]) -> Iterator[Prometheus]:
-    if shutil.which("prometheus") is None:
-        pytest.skip("prometheus not installed (apt-get install prometheus; .ci/run does)")
-    with running_prometheus(tmp_path_factory.mktemp("prometheus"), {"groups": []},
-                            metrics_ports) as prom:
+    with scraping_or_skip(tmp_path_factory.mktemp("prometheus"), metrics_ports) as prom:
         yield prom
 
 

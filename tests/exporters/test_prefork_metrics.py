@@ -9,7 +9,6 @@ exit code runs) and restarted loses none of its counts."""
 from __future__ import annotations
 
 import os
-import shutil
 import signal
 import subprocess
 import sys
@@ -24,7 +23,7 @@ import pytest
 import ragas_trace
 
 sys.path.insert(0, str(Path(__file__).parents[1] / "demo"))
-from prometheus_harness import Prometheus, free_port, running_prometheus
+from prometheus_harness import Prometheus, free_port, scraping_or_skip
 
 APP_DIR = Path(__file__).parent
 WORKERS = 4
@@ -59,10 +58,7 @@ def metrics_ports() -> dict[str, int]:
 @pytest.fixture(scope="module")
 def prometheus(tmp_path_factory: pytest.TempPathFactory,
                metrics_ports: dict[str, int]) -> Iterator[Prometheus]:
-    if shutil.which("prometheus") is None:
-        pytest.skip("prometheus not installed (apt-get install prometheus; .ci/run does)")
-    with running_prometheus(tmp_path_factory.mktemp("prometheus"), {"groups": []},
-                            metrics_ports) as prom:
+    with scraping_or_skip(tmp_path_factory.mktemp("prometheus"), metrics_ports) as prom:
         yield prom
 
 
