@@ -55,14 +55,9 @@ from judge_data import (
 )
 
 from ragas_trace.judges.local import LocalJudge
+from ragas_trace.judges.local.combine import ANSWER_FEATURES, SINGLE, copied, with_supports
 from ragas_trace.judges.local.embedder import Embedder
-from ragas_trace.judges.local.features import (
-    ANSWER_FEATURES,
-    SINGLE,
-    STATEMENT_FEATURES,
-    copied,
-    with_supports,
-)
+from ragas_trace.judges.local.features import STATEMENT_FEATURES
 from ragas_trace.judges.local.framing import SHORT_FEATURES
 from ragas_trace.judges.local.judge import _Record
 from ragas_trace.judges.local.support_model import MODEL_FILE, LogisticModel, toward_overlap

@@ -13,6 +13,7 @@ from ragas_trace.judges.base import Judge
 from ragas_trace.judges.local import Embedder, LocalJudge
 from ragas_trace.judges.local import judge as judge_module
 from ragas_trace.judges.local.checker import Check, Statement, Window
+from ragas_trace.judges.local.windows import WINDOW_WORDS
 from ragas_trace.results import ALL_METRICS, Metric, MetricStatus
 
 CONTEXT = ("The Eiffel Tower was completed in March 1889 as the entrance arch to the World's "
@@ -519,7 +520,7 @@ def test_a_brought_checker_reads_long_contexts_in_windows() -> None:
                        for i in range(400))
     judge.evaluate_sync(None, [context], "Route nine has a stop number 12.")
     (_, [windows]) = checker.calls[-1]
-    assert all(len(w.split()) <= judge_module.WINDOW_WORDS for w in windows)
+    assert all(len(w.split()) <= WINDOW_WORDS for w in windows)
     assert any("stop number 12 " in w for w in windows)
 
 

@@ -16,13 +16,13 @@ from __future__ import annotations
 import itertools
 import math
 import re
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from ragas_trace.judges.local.embedder import Vectors
-from ragas_trace.judges.local.evidence import Evidence, folded, plain_words
+from ragas_trace.judges.local.evidence import Evidence
 from ragas_trace.judges.local.negation import is_negated
 from ragas_trace.judges.local.numbers import near, same_clock, unit_follows
 from ragas_trace.judges.local.substitution import substitutions
@@ -35,6 +35,7 @@ from ragas_trace.judges.local.tokens import (
     content_tokens,
     counted,
     defined_in_brackets,
+    plain_words,
     weight,
 )
 
@@ -213,67 +214,3 @@ def _local_coverage(tokens: Sequence[Token], evidence: Evidence, rarity: RarityF
             best = max(best, share)
             best_facts = max(best_facts, fact_share)
     return best, best_facts
-
-
-# An answer of this many statements or more is read as a whole: its word overlap
-# leads; below it, its statements' supports and their evidence do (fitted per part:
-# the development data's long answers are ranked by word overlap better than by
-# anything measured per statement).
-MULTI_STATEMENTS = 3
-# Measurements that count only for answers of fewer statements ("<name>_single").
-SINGLE = ("mean_support", "mean_similarity")
-# What the answer model reads (docs/methods.md has what was tried and left out).
-ANSWER_FEATURES = (
-    "word_overlap", "word_overlap_multi", "multi", "mean_support",
-    "mean_support_within_multi", "missing_facts", *(f"{name}_single" for name in SINGLE),
-)
-
-
-def answer_evidence(statements: Sequence[str], features: Sequence[Mapping[str, float]],
-                    evidence: Evidence, answer: str, passage_words: frozenset[str]
-                    ) -> dict[str, float]:
-    """The answer's evidence as a whole: what the context holds of all its words
-    together (one invented phrase in a long answer moves a mean of supports little;
-    the answer's score should move more). ``word_overlap`` is the share of the raw
-    ``answer``'s distinct content words found among ``passage_words`` (the passages'
-    words as written): the baseline every judge is measured against, read by the fit
-    beside everything else. ``with_supports`` adds its statements' supports."""
-    sentences = [f for f in features if "local_coverage" in f]
-    own = set(plain_words(answer))
-    overlap = len(own & passage_words) / len(own) if own else 0.0
-    multi = float(len(features) >= MULTI_STATEMENTS)
-    return {
-        "word_overlap": overlap,
-        "word_overlap_multi": overlap * multi,
-        "multi": multi,
-        "missing_facts": math.log1p(sum(f["missing_names"] + f["missing_numbers"]
-                                        for f in sentences)),
-        # A changed word barely moves a sentence's embedding: its closeness is then
-        # only that of the words swapped.
-        "mean_similarity": float(np.mean([min(f["similarity"], f["change_similarity"])
-                                          for f in sentences])) if sentences else 1.0,
-        # Statements the context holds word for word (a short answer: as written).
-        "verbatim_share": sum(1 for s in statements if (wanted := folded(s).strip(" .!?。"))
-                              and wanted in evidence.flat) / max(1, len(statements)),
-    }
-
-
-def copied(whole: Mapping[str, float], short: bool) -> bool:
-    """Whether every statement of the answer is a sentence the context holds word for
-    word: each is then supported by definition (the paper's faithfulness is 1), not by
-    a fitted estimate. Not a short answer: a name or number copied from the context may
-    still be the answer to another question than the one asked."""
-    return not short and whole["verbatim_share"] == 1.0
-
-
-def with_supports(answer: Mapping[str, float], supports: Sequence[float],
-                  within: Sequence[float]) -> dict[str, float]:
-    """The answer's evidence, its statements' fitted supports, and the measurements
-    that count for answers of few statements only. ``within``: the supports by the
-    statement model fitted within each data set, read for answers of many statements
-    only (for one, the pooled model reads a wrong number or name better)."""
-    support = np.asarray(supports, dtype=np.float64)
-    out = {**answer, "mean_support": float(support.mean()),
-           "mean_support_within_multi": float(np.mean(within)) * answer["multi"]
-           if within else 0.0}
-    return out | {f"{name}_single": out[name] * (1.0 - out["multi"]) for name in SINGLE}

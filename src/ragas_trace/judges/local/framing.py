@@ -1,8 +1,5 @@
-"""Short answers read in the question's frame.
-
-The paper's statement step reads the question and the answer together: to "What year
-did the bridge open?" the answer "1931" states that the bridge opened in 1931. So a
-short answer is one statement, shown as "question: answer", and it is grounded when
+"""The built-in checker's measurements of a short answer read in the question's frame
+("question: answer", ``statements.read_answer``): it is grounded when
 the context holds the answer's facts in a sentence that also answers the question:
 the answer's tokens must be there, and that sentence must be (about) the context's
 best match for the question, by embedding and by the question's own terms. Within
@@ -56,12 +53,7 @@ from ragas_trace.judges.local.tokens import (
     weight,
 )
 
-SHORT_WORDS = 6  # a Latin-script answer of at most this many words and no full stop
-SHORT_CJK_CHARS = 24
-SENTENCE_WORDS = 4  # as many words or more, ending in a full stop: a sentence
-SENTENCE_CJK_CHARS = 8
 _CJK = re.compile(r"[\u3400-\u9fff]")
-_SENTENCE_END = re.compile(r"[.!?。！？]\s+\S")
 FRAME_LEXICAL = 0.5  # weight of the question's terms against the embedding's cosine
 # The embedding model is English-trained: on Chinese its cosines are mostly noise, so
 # there the question's own terms decide.
@@ -88,24 +80,6 @@ SHORT_FEATURES = (
 class FramedSupport:
     features: dict[str, float]  # the evidence, for the fitted short-answer model
     reason: str
-
-
-def is_short(answer: str) -> bool:
-    """A bare entity, number, date or phrase rather than a sentence of its own."""
-    text = answer.strip()
-    if not text or _SENTENCE_END.search(text):
-        return False
-    if _CJK.search(text):
-        # "长城主要是为了抵御入侵而修建的。" is a sentence; "1923年" a bare answer.
-        return len(text) <= SHORT_CJK_CHARS and not (
-            text.endswith(("。", "！", "？")) and len(text) >= SENTENCE_CJK_CHARS)
-    words = len(text.split())
-    # "Seawater freezes at -2 °C." is a sentence of its own, "Paris." a bare answer.
-    return words <= SHORT_WORDS and not (words >= SENTENCE_WORDS and text.endswith("."))
-
-
-def framed_statement(question: str, answer: str) -> str:
-    return f"{question.strip().rstrip('?？ ')}: {answer.strip()}"
 
 
 def _share(tokens: list[Token], vocabulary: Vocabulary, weigh: Callable[[Token], float]

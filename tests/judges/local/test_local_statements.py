@@ -11,9 +11,9 @@ import json
 import pytest
 
 from ragas_trace.judges.local import LocalJudge
-from ragas_trace.judges.local.conventions import answer_parts
+from ragas_trace.judges.local.normalise import flatten_passage, yes_no_field
 from ragas_trace.judges.local.numbers import near, same_clock, unit_follows
-from ragas_trace.judges.local.structured import flatten_passage, yes_no_field
+from ragas_trace.judges.local.statements import answer_parts
 from ragas_trace.results import Metric, MetricStatus
 
 F = Metric.FAITHFULNESS
