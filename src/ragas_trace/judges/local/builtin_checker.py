@@ -71,8 +71,7 @@ def measure(statement: Statement, windows: Sequence[Window]
         return (None, NOTHING_TO_CHECK) if framed is None else (framed.features, framed.reason)
     found = statement_evidence(
         statement.text, context.vector(statement.read_as or statement.text), evidence,
-        with_adjacent_pairs(vectors), context.rarity, similarity_of=context.similarity,
-        known=context.known)
+        with_adjacent_pairs(vectors), similarity_of=context.similarity, known=context.known)
     return found.features, found.reason()
 
 

@@ -45,7 +45,7 @@ def answer_evidence(statements: Sequence[str], features: Sequence[Mapping[str, f
     ``answer``'s distinct content words found among ``passage_words`` (the passages'
     words as written): the baseline every judge is measured against, read by the fit
     beside everything else. ``with_supports`` adds its statements' supports."""
-    sentences = [f for f in features if "local_coverage" in f]
+    sentences = [f for f in features if "bigram_share" in f]  # not a short answer's
     own = set(plain_words(answer))
     overlap = len(own & passage_words) / len(own) if own else 0.0
     multi = float(len(features) >= MULTI_STATEMENTS)

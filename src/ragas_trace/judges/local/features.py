@@ -2,11 +2,10 @@
 (``support_model``) turns into the statement's degree of support.
 
 Each measurement is one named feature: closeness of the statement's embedding to
-the nearest context sentence or pair of neighbours, how much of its content the
-context holds (in the whole context, and within the one sentence or pair that holds
-most of it), names and numbers the context lacks (one it holds only rounded or
-converted is not lacking), words put in place of the followed sentence's own, and a
-structured context's yes / no fields it agrees with or contradicts. How they combine
+the nearest context sentence or pair of neighbours, the share of its consecutive word
+pairs the context holds, names and numbers the context lacks (one it holds only
+rounded or converted is not lacking), words put in place of the followed sentence's
+own, and a structured context's yes / no fields it agrees with or contradicts. How they combine
 is fitted on labelled public data (``tools/fit_local_judge.py``), not set by hand;
 a measurement the fit weighs 0 everywhere is deleted, with the rules that fed it.
 """
@@ -28,7 +27,6 @@ from ragas_trace.judges.local.numbers import near, same_clock, unit_follows
 from ragas_trace.judges.local.substitution import substitutions
 from ragas_trace.judges.local.tokens import (
     Kind,
-    RarityFn,
     Token,
     abbreviated,
     clause_groups,
@@ -36,7 +34,6 @@ from ragas_trace.judges.local.tokens import (
     counted,
     defined_in_brackets,
     plain_words,
-    weight,
 )
 
 # On words the model knows only as pieces (most German, French and Spanish ones,
@@ -46,8 +43,7 @@ UNKNOWN_SHIFT = 0.25
 _WORD = re.compile(r"[^\W\d_]+")
 
 STATEMENT_FEATURES = (
-    "similarity", "coverage", "local_coverage", "local_facts", "missing_names",
-    "missing_numbers", "missing_word_weight", "log_tokens", "change_similarity",
+    "similarity", "missing_names", "missing_numbers", "log_tokens", "change_similarity",
     "bigram_share", "field_conflicts", "field_matches",
 )
 
@@ -63,7 +59,6 @@ class StatementEvidence:
     similarity: float
     conflicts: tuple[str, ...] = ()  # yes / no fields of the context it contradicts
     missing_facts: tuple[str, ...] = ()
-    coverage: float = 1.0
     changed: tuple[tuple[str, str], ...] = field(default=())
 
     def reason(self) -> str:
@@ -73,8 +68,6 @@ class StatementEvidence:
             parts.append("the context's fields say otherwise: " + ", ".join(self.conflicts))
         if self.missing_facts:
             parts.append("not in the context: " + ", ".join(self.missing_facts))
-        if self.coverage < 1.0:
-            parts.append(f"{self.coverage:.0%} of its content words are in the context")
         if self.changed:
             parts.append("says " + ", ".join(f'"{said}" where the context says "{instead}"'
                                              for said, instead in self.changed))
@@ -89,12 +82,8 @@ def _distinct(tokens: Iterable[Token]) -> list[Token]:
     return list(first.values())
 
 
-def _weighted(tokens: Sequence[Token], rarity: RarityFn) -> float:
-    return sum(weight(t, rarity) for t in tokens)
-
-
 def statement_evidence(
-    statement: str, vector: Vectors, evidence: Evidence, units: Vectors, rarity: RarityFn,
+    statement: str, vector: Vectors, evidence: Evidence, units: Vectors,
     *, similarity_of: SimilarityFn | None = None, known: KnownFn | None = None,
     paraphrase_above: float = 0.40,
 ) -> StatementEvidence:
@@ -119,10 +108,6 @@ def statement_evidence(
     missing_numbers = _distinct(t for t in missing
                                 if t.kind is Kind.NUMBER and t.key not in approx_keys)
     missing_names = _distinct(t for t in missing if t.kind is Kind.NAME)
-    missing_words = [t for t in missing if t.kind is Kind.WORD]
-    total = _weighted(tokens, rarity)
-    coverage = 1.0 - _weighted(missing_words, rarity) / total if total else 1.0
-    local, local_facts = _local_coverage(tokens, evidence, rarity)
     changed: list[tuple[str, str]] = []
     change_similarity = 1.0
     if similarity_of is not None:
@@ -142,18 +127,14 @@ def statement_evidence(
         "field_conflicts": float(len(conflicts)),
         "field_matches": float(matches),
         "similarity": similarity,
-        "coverage": coverage,
-        "local_coverage": local,
-        "local_facts": local_facts,
         "missing_names": float(len(missing_names)),
         "missing_numbers": float(len(missing_numbers)),
-        "missing_word_weight": _weighted(missing_words, rarity),
         "log_tokens": math.log1p(len(tokens)),
         "change_similarity": change_similarity,
     }
     return StatementEvidence(
         features, similarity, conflicts,
-        tuple(t.text for t in (*missing_names, *missing_numbers)), coverage, tuple(changed))
+        tuple(t.text for t in (*missing_names, *missing_numbers)), tuple(changed))
 
 
 def _fields(statement: str, tokens: Sequence[Token], evidence: Evidence
@@ -190,27 +171,3 @@ def _clause_texts(statement: str, tokens: Sequence[Token]) -> list[str]:
         end = groups[i + 1][0].start if i + 1 < len(groups) else len(statement)
         texts.append(statement[start:end])
     return texts
-
-
-def _local_coverage(tokens: Sequence[Token], evidence: Evidence, rarity: RarityFn
-                    ) -> tuple[float, float]:
-    """The weighted share of the statement's tokens held by the one context sentence
-    (or pair of neighbours) that holds most of them, and the share of its names and
-    numbers held there: facts that are all in the context, but not together, are
-    often related wrongly."""
-    total = _weighted(tokens, rarity)
-    facts = [t for t in tokens if t.kind is not Kind.WORD]
-    if not total or not evidence.sentences:
-        return 1.0, 1.0
-    held = [[t in s.vocabulary for t in tokens] for s in evidence.sentences]
-    best, best_facts = 0.0, 0.0
-    for i in range(len(held)):
-        rows = [held[i]] if i == 0 else [held[i], [a or b for a, b in
-                                                   zip(held[i - 1], held[i], strict=True)]]
-        for row in rows:
-            share = sum(weight(t, rarity) for t, h in zip(tokens, row, strict=True) if h) / total
-            fact_share = (sum(1 for t, h in zip(tokens, row, strict=True)
-                              if h and t.kind is not Kind.WORD) / len(facts)) if facts else 1.0
-            best = max(best, share)
-            best_facts = max(best_facts, fact_share)
-    return best, best_facts

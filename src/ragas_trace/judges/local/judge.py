@@ -41,7 +41,7 @@ from pathlib import Path
 import numpy as np
 
 from ragas_trace._internal_errors import record_internal_error
-from ragas_trace.judges.local.builtin_checker import BuiltinChecker
+from ragas_trace.judges.local.builtin_checker import BuiltinChecker, measure
 from ragas_trace.judges.local.checker import Check, Checker
 from ragas_trace.judges.local.combine import answer_evidence, copied, fitted, mean
 from ragas_trace.judges.local.embedder import MODEL_ID, Embedder, ModelIntegrityError, Vectors
@@ -306,11 +306,11 @@ class _Record:
         context = self._prepare()
         measured = []
         if self.statements and self.evidence.sentences:
-            measured = [Measured(s.text, "short" if s.short else "statement",
-                                 dict(c.features), c.evidence)
-                        for s, c in zip(self.statements, self._checks(BuiltinChecker(),
-                                                                      context), strict=True)
-                        if c.features]
+            for s in self.statements:
+                features, reason = measure(s, windows(self.windows.get(s.text, [0]), context))
+                if features is not None:
+                    measured.append(Measured(s.text, "short" if s.short else "statement",
+                                             features, reason))
         return measured, self._answer_evidence([m.features for m in measured])
 
     def _answer_evidence(self, features: Sequence[dict[str, float]]) -> dict[str, float]:
