@@ -12,7 +12,7 @@ import numpy as np
 
 from ragas_trace.judges.local.embedder import Vectors
 from ragas_trace.judges.local.normalise import yes_no_field
-from ragas_trace.judges.local.numbers import parts, value
+from ragas_trace.judges.local.numbers import parts
 from ragas_trace.judges.local.statements import opens_with_pronoun, refers_back
 from ragas_trace.judges.local.tokens import (
     Kind,
@@ -47,7 +47,6 @@ class Evidence:
     bigrams: frozenset[tuple[str, str]] = frozenset()  # of consecutive content words
     # Yes / no fields of a structured passage: the key's token keys, and the value.
     fields: tuple[tuple[tuple[str, ...], bool], ...] = ()
-    numbers: tuple[float, ...] = ()  # the values of its plain numbers
     clock: frozenset[int] = frozenset()  # the whole numbers in its times, ranges, dates
     flat: str = ""  # all of it, case, accents and spacing folded: for verbatim spans
     abbreviations: frozenset[str] = frozenset()  # keys of its "US", "U.S.", "UNHCR"
@@ -85,7 +84,6 @@ def build_evidence(contexts: Sequence[str]) -> Evidence:
     vocabulary = Vocabulary(every)
     number_keys = [k for k in vocabulary.keys if k[:1].isdigit() or k[:1] == "-"]
     return Evidence(tuple(sentences), vocabulary, frozenset(bigrams), tuple(fields),
-                    tuple(v for v in map(value, number_keys) if v is not None),
                     frozenset(p for k in number_keys if k[:1].isdigit() for p in parts(k)),
                     folded("\n".join(contexts)),
                     frozenset(t.key for s in sentences for t in s.tokens

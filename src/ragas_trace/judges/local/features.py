@@ -3,10 +3,10 @@
 
 Each measurement is one named feature: closeness of the statement's embedding to
 the nearest context sentence or pair of neighbours, the share of its consecutive word
-pairs the context holds, names and numbers the context lacks (one it holds only
-rounded or converted is not lacking), words put in place of the followed sentence's
-own, and a structured context's yes / no fields it agrees with or contradicts. How they combine
-is fitted on labelled public data (``tools/fit_local_judge.py``), not set by hand;
+pairs the context holds, names and numbers the context lacks (a time it holds on
+the 24-hour clock is not lacking), words put in place of the followed sentence's
+own, and a structured context's yes / no fields it agrees with or contradicts. How
+they combine is fitted on labelled public data (``tools/fit_local_judge.py``), not set by hand;
 a measurement the fit weighs 0 everywhere is deleted, with the rules that fed it.
 """
 
@@ -23,7 +23,7 @@ import numpy as np
 from ragas_trace.judges.local.embedder import Vectors
 from ragas_trace.judges.local.evidence import Evidence
 from ragas_trace.judges.local.negation import is_negated
-from ragas_trace.judges.local.numbers import near, same_clock, unit_follows
+from ragas_trace.judges.local.numbers import same_clock
 from ragas_trace.judges.local.substitution import substitutions
 from ragas_trace.judges.local.tokens import (
     Kind,
@@ -98,15 +98,10 @@ def statement_evidence(
               for t in content_tokens(statement) if not defined_in_brackets(statement, t)]
     spelled = abbreviated(statement, evidence.abbreviations)
     missing = [t for t in tokens if t not in evidence.vocabulary and t.start not in spelled]
-    approximate = [t for t in missing if t.kind is Kind.NUMBER
-                   and (near(t.key, evidence.numbers,
-                             measured=unit_follows(statement, t.start + len(t.text)))
-                        or same_clock(t.key, evidence.clock))]
-    approx_keys = {t.key for t in approximate}
-    # A fact the context lacks is one, however often the statement repeats it; one it
-    # holds rounded or converted ("about 3 hours" for "2.9 hours") is not lacking.
-    missing_numbers = _distinct(t for t in missing
-                                if t.kind is Kind.NUMBER and t.key not in approx_keys)
+    # A fact the context lacks is one, however often the statement repeats it; a time
+    # it holds on the 24-hour clock ("5 pm" for 17:00) is not lacking.
+    missing_numbers = _distinct(t for t in missing if t.kind is Kind.NUMBER
+                                and not same_clock(t.key, evidence.clock))
     missing_names = _distinct(t for t in missing if t.kind is Kind.NAME)
     changed: list[tuple[str, str]] = []
     change_similarity = 1.0
