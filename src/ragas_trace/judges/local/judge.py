@@ -81,6 +81,10 @@ CHECKER_ENV = "RAGAS_TRACE_LOCAL_CHECKER"
 # their own question against another's: AUROC 0.80 bare, 0.88 at 0.3, 0.60 framed).
 FRAMED_WEIGHT = 0.3
 _VecFn = Callable[[str], Vectors]
+# What each limit bounds, in the order of ``LocalJudge``'s, and what is skipped past it.
+_LIMITED = (("context", (Metric.FAITHFULNESS, Metric.CONTEXT_RELEVANCE)),
+            ("answer", (Metric.FAITHFULNESS,)),
+            ("question", (Metric.ANSWER_RELEVANCE, Metric.CONTEXT_RELEVANCE)))
 
 
 class LocalJudge:
@@ -225,28 +229,23 @@ class _Record:
         self.answer = (answer or "").strip()
         given = passages(contexts)
         self.contexts, self.passage_words = given.texts, given.words
+        # Over a limit, the metrics that read the text are skipped, with the limit as
+        # the reason (stable wording, no per-record count: reasons are low-cardinality
+        # labels); the rest are scored without the context, the answer's first
+        # characters (the embedding reads the first 256 word pieces anyway), or the
+        # question.
+        over = (sum(len(c) for c in self.contexts) > limits[0], len(self.answer) > limits[1],
+                len(self.question) > limits[2])
         self.skipped: dict[Metric, MetricResult] = {}
-        context_chars = sum(len(c) for c in self.contexts)
-        if context_chars > limits[0]:
-            # Stable wording (no per-record count): reasons are low-cardinality labels.
-            reason = (f"context over the local judge's limit of {limits[0]} characters "
-                      "(max_context_chars)")
-            self.skipped |= {m: MetricResult(None, MetricStatus.SKIPPED, reason)
-                             for m in (Metric.FAITHFULNESS, Metric.CONTEXT_RELEVANCE)}
-            self.contexts = []
-        if len(self.answer) > limits[1]:
-            reason = (f"answer over the local judge's limit of {limits[1]} characters "
-                      "(max_answer_chars)")
-            self.skipped[Metric.FAITHFULNESS] = MetricResult(None, MetricStatus.SKIPPED, reason)
-            # The embedding reads the first 256 word pieces only; so does the rest of
-            # answer relevance, which keeps its time bounded.
-            self.answer = self.answer[:limits[1]]
-        if len(self.question) > limits[2]:
-            reason = (f"question over the local judge's limit of {limits[2]} characters "
-                      "(max_question_chars)")
-            self.skipped |= {m: MetricResult(None, MetricStatus.SKIPPED, reason)
-                             for m in (Metric.ANSWER_RELEVANCE, Metric.CONTEXT_RELEVANCE)}
-            self.question = ""
+        for (what, skips), limit, too_long in zip(_LIMITED, limits, over, strict=True):
+            if too_long:
+                reason = (f"{what} over the local judge's limit of {limit} characters "
+                          f"(max_{what}_chars)")
+                self.skipped |= {m: MetricResult(None, MetricStatus.SKIPPED, reason)
+                                 for m in skips}
+        self.contexts = [] if over[0] else self.contexts
+        self.answer = self.answer[:limits[1]]
+        self.question = "" if over[2] else self.question
         self.requested = metrics
         self.metrics = metrics - self.skipped.keys()
         # The texts build_evidence makes its sentences of, in order.
