@@ -2,7 +2,7 @@
 ``src/ragas_trace/judges/local/data/support_model.json``.
 
 What is fitted: L2-regularised logistic regressions that turn a statement's
-measured evidence (``judges/local/features.py``, ``framing.py``) into the
+measured evidence (the built-in checker's, ``judges/local/builtin_checker.py``) into the
 probability that the context supports it, for sentences of an answer and for
 short answers read with their question, the first also fitted with one intercept
 per data set (``statement_within``); and one that turns the answer's statements'
