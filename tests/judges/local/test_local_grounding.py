@@ -181,11 +181,6 @@ WARRANTY = ("The X200 vacuum comes with a two-year warranty. A full recharge tak
     # The answer's own counting word is the count it states, as "6" is.
     ("How long does charging take?", "It takes about three hours.",
      "It takes about six hours."),
-    # Short answers, read with the question, stand where the context's count does: as
-    # much a copy of "a two-year warranty" as "two-year" would be.
-    ("How long is the warranty?", "Two years.", "Four years."),
-    ("How long is the warranty?", "2 years", "5 years"),
-    ("How long does charging take?", "3 hours.", "6 hours."),
 ])
 def test_a_count_written_another_way_than_the_contexts_is_the_same_number(
         judge: LocalJudge, passing: float, question: str, same_count: str,
@@ -194,6 +189,23 @@ def test_a_count_written_another_way_than_the_contexts_is_the_same_number(
     other = judge.evaluate_sync(question, [WARRANTY], another_count, frozenset({F}))
     assert same.faithfulness is not None and other.faithfulness is not None
     assert same.faithfulness >= passing > other.faithfulness, (same, other)
+
+
+@pytest.mark.parametrize(("question", "same_count", "another_count"), [
+    ("How long is the warranty?", "Two years.", "Four years."),
+    ("How long is the warranty?", "2 years", "5 years"),
+    ("How long does charging take?", "3 hours.", "6 hours."),
+])
+def test_a_short_answer_with_the_contexts_count_scores_above_another_count(
+        judge: LocalJudge, passing: float, question: str, same_count: str,
+        another_count: str) -> None:
+    # A direction, not a pass mark: whether "2 years" passes beside "a two-year
+    # warranty" is the fit's call (it reads the answer's words, not its count).
+    same = judge.evaluate_sync(question, [WARRANTY], same_count, frozenset({F}))
+    other = judge.evaluate_sync(question, [WARRANTY], another_count, frozenset({F}))
+    assert same.faithfulness is not None and other.faithfulness is not None
+    assert same.faithfulness > other.faithfulness and other.faithfulness < passing, (
+        same, other)
 
 
 @pytest.mark.parametrize(("question", "relevant"), [

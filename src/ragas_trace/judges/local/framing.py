@@ -39,14 +39,12 @@ from ragas_trace.judges.local.lexicon import (
     capitalises_nouns,
     expectations,
 )
-from ragas_trace.judges.local.negation import is_negated
 from ragas_trace.judges.local.tokens import (
     Kind,
     RarityFn,
     Token,
     Vocabulary,
     content_tokens,
-    counted,
     fold_accents,
     normalise,
     spelled_out,
@@ -167,7 +165,7 @@ def framed_support(question: str, q_vector: Vectors, answer: str, evidence: Evid
     base = {"coverage": coverage, "missing_facts": float(len(missing_facts)),
             "missing_word_weight": sum(by_rarity(t) for t in missing
                                        if t.kind is Kind.WORD),
-            "verbatim": float(_verbatim(answer, answer_tokens, evidence)),
+            "verbatim": float(_verbatim(answer, evidence)),
             "log_tokens": math.log1p(len(answer_tokens))}
     if not holding:
         return FramedSupport(base | {"held": 0.0, "frame": 0.0, "nearness": 0.0,
@@ -200,31 +198,12 @@ def framed_support(question: str, q_vector: Vectors, answer: str, evidence: Evid
     return FramedSupport(features, "; ".join(parts))
 
 
-def _verbatim(answer: str, answer_tokens: list[Token], evidence: Evidence) -> bool:
+def _verbatim(answer: str, evidence: Evidence) -> bool:
     """Whether the answer, as written (case and spacing aside), is a span of the
-    context; or, where it holds a count, whether its content words stand in that order
-    in a context sentence with the count written another way ("2 years" in "a
-    two-year warranty", "3 hours" in "about three hours")."""
+    context."""
     wanted = " ".join(fold_accents(normalise(answer)).strip(" .!?。").split())
-    if not wanted:
-        return False
-    if any(wanted in " ".join(fold_accents(normalise(s.text)).split())
-           for s in evidence.sentences):
-        return True
-    keys = [_count_or_key(t) for t in answer_tokens]
-    if not any(t.kind is Kind.NUMBER or counted(t) for t in answer_tokens) \
-            or is_negated(answer):
-        return False
-    n = len(keys)
-    for s in evidence.sentences:
-        own = [_count_or_key(t) for t in s.tokens]
-        if any(own[i:i + n] == keys for i in range(len(own) - n + 1)):
-            return True
-    return False
-
-
-def _count_or_key(token: Token) -> str:
-    return counted(token) or token.key
+    return bool(wanted) and any(wanted in " ".join(fold_accents(normalise(s.text)).split())
+                                for s in evidence.sentences)
 
 
 def _nearness(sentence: ContextSentence, answer_keys: set[str], question_tokens: list[Token],
