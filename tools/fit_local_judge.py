@@ -163,9 +163,8 @@ def statement_labels(m: Measured) -> list[int | None]:
 AGAINST = frozenset({"missing_names", "missing_numbers", "missing_word_weight",
                      "field_conflicts", "missing_facts", "echoes"})
 FOR = frozenset({
-    "similarity", "coverage", "local_coverage", "local_facts", "bigram_share",
-    "change_similarity", "field_matches", "verbatim", "held", "frame", "nearness", "slot",
-    "kind_fit", "mean_support", "mean_support_within_multi", "word_overlap",
+    "similarity", "coverage", "bigram_share", "change_similarity", "verbatim", "frame",
+    "slot", "kind_fit", "mean_support", "mean_support_within_multi", "word_overlap",
     "word_overlap_multi", *(f"{name}_single" for name in SINGLE)})
 
 

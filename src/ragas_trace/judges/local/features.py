@@ -5,7 +5,7 @@ Each measurement is one named feature: closeness of the statement's embedding to
 the nearest context sentence or pair of neighbours, the share of its consecutive word
 pairs the context holds, names and numbers the context lacks (a time it holds on
 the 24-hour clock is not lacking), words put in place of the followed sentence's
-own, and a structured context's yes / no fields it agrees with or contradicts. How
+own, and a structured context's yes / no fields it contradicts. How
 they combine is fitted on labelled public data (``tools/fit_local_judge.py``), not set by hand;
 a measurement the fit weighs 0 everywhere is deleted, with the rules that fed it.
 """
@@ -44,7 +44,7 @@ _WORD = re.compile(r"[^\W\d_]+")
 
 STATEMENT_FEATURES = (
     "similarity", "missing_names", "missing_numbers", "log_tokens", "change_similarity",
-    "bigram_share", "field_conflicts", "field_matches",
+    "bigram_share", "field_conflicts",
 )
 
 SimilarityFn = Callable[[str, str], float]
@@ -114,13 +114,12 @@ def statement_evidence(
             if alike < paraphrase_above:
                 changed.append((swap.said, swap.instead))
                 change_similarity = min(change_similarity, alike)
-    conflicts, matches = _fields(statement, tokens, evidence)
+    conflicts = _fields(statement, tokens, evidence)
     pairs = list(itertools.pairwise(plain_words(statement)))
     features = {
         "bigram_share": (sum(1 for b in pairs if b in evidence.bigrams) / len(pairs)
                          if pairs else 1.0),
         "field_conflicts": float(len(conflicts)),
-        "field_matches": float(matches),
         "similarity": similarity,
         "missing_names": float(len(missing_names)),
         "missing_numbers": float(len(missing_numbers)),
@@ -132,29 +131,24 @@ def statement_evidence(
         tuple(t.text for t in (*missing_names, *missing_numbers)), tuple(changed))
 
 
-def _fields(statement: str, tokens: Sequence[Token], evidence: Evidence
-            ) -> tuple[tuple[str, ...], int]:
-    """The structured context's yes / no fields whose key the statement names: those it
-    contradicts ("offers outdoor seating" where "Outdoor Seating: no"), and how many
-    it agrees with. A clause names a key when it holds the key's last word and half of
-    its words ("reservations" names "Restaurants Reservations"); it is read for
-    negation."""
+def _fields(statement: str, tokens: Sequence[Token], evidence: Evidence) -> tuple[str, ...]:
+    """The structured context's yes / no fields the statement contradicts ("offers
+    outdoor seating" where "Outdoor Seating: no"). A clause names a key when it holds
+    the key's last word and half of its words ("reservations" names "Restaurants
+    Reservations"); it is read for negation."""
     if not evidence.fields:
-        return (), 0
+        return ()
     by_clause = [({t.key for t in group}, text)
                  for group, text in zip(clause_groups(statement, tokens),
                                         _clause_texts(statement, tokens), strict=False)]
     conflicts: list[str] = []
-    matches = 0
     for keys, yes in evidence.fields:
         for clause_keys, text in by_clause:
             if keys[-1] in clause_keys and 2 * len(clause_keys.intersection(keys)) >= len(keys):
                 if is_negated(text) == yes:
                     conflicts.append(" ".join(keys) + (": yes" if yes else ": no"))
-                else:
-                    matches += 1
                 break
-    return tuple(dict.fromkeys(conflicts)), matches
+    return tuple(dict.fromkeys(conflicts))
 
 
 def _clause_texts(statement: str, tokens: Sequence[Token]) -> list[str]:

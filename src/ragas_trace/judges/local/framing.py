@@ -56,9 +56,6 @@ FRAME_LEXICAL = 0.5  # weight of the question's terms against the embedding's co
 # The embedding model is English-trained: on Chinese its cosines are mostly noise, so
 # there the question's own terms decide.
 FRAME_LEXICAL_CJK = 1.5
-# Near the answer: a sentence often holds several facts ("from Denmark ... who, under
-# their leader Rollo, ..."); the one the question asks about sits among its terms.
-WINDOW_TOKENS, WINDOW_TOKENS_CJK = 6, 12
 # The answer's slot: distances in content tokens to the question's terms decay as
 # 1 / (1 + (d - 1) / tau), relative to another name or number of its kind in the
 # same sentence.
@@ -69,8 +66,8 @@ _PHRASE_MARK = re.compile(r"[,;:()\[\]—–，、；：（）]")
 
 
 SHORT_FEATURES = (
-    "coverage", "missing_facts", "missing_word_weight", "verbatim", "held", "frame",
-    "nearness", "slot", "kind_fit", "echoes", "log_tokens",
+    "coverage", "missing_facts", "missing_word_weight", "verbatim", "frame", "slot",
+    "kind_fit", "echoes", "log_tokens",
 )
 
 
@@ -168,22 +165,19 @@ def framed_support(question: str, q_vector: Vectors, answer: str, evidence: Evid
             "verbatim": float(_verbatim(answer, evidence)),
             "log_tokens": math.log1p(len(answer_tokens))}
     if not holding:
-        return FramedSupport(base | {"held": 0.0, "frame": 0.0, "nearness": 0.0,
-                                     "slot": 0.0, "kind_fit": 1.0, "echoes": 0.0},
+        return FramedSupport(base | {"frame": 0.0, "slot": 0.0, "kind_fit": 1.0,
+                                     "echoes": 0.0},
                              "the answer's words are not together in any context "
                              "sentence")
     at = max(holding, key=frames.__getitem__)
-    nearness = _nearness(evidence.sentences[at], answer_keys, question_tokens, specific,
-                         WINDOW_TOKENS_CJK if cjk else WINDOW_TOKENS)
     slot, rival = _slot(evidence.sentences[at], answer_tokens, asked, question_tokens,
                         specific, SLOT_TAU_CJK if cjk else SLOT_TAU)
     kind_fit, unlike = _kind_fit(kinds, answer_tokens, answer)
     echoes = alternatives(question) is None and all(t.key in asked.keys for t in answer_tokens)
-    features = base | {"held": 1.0, "frame": frames[at], "nearness": nearness, "slot": slot,
-                       "kind_fit": float(kind_fit), "echoes": float(echoes)}
+    features = base | {"frame": frames[at], "slot": slot, "kind_fit": float(kind_fit),
+                       "echoes": float(echoes)}
     parts = [f"read with the question; the context sentence holding it matches the "
-             f"question {frames[at]:.2f}; "
-             f"{nearness:.0%} of the question's terms found there are near the answer"]
+             f"question {frames[at]:.2f}"]
     if echoes:
         parts.append("the answer only repeats the question's own terms")
     if unlike:
@@ -204,25 +198,6 @@ def _verbatim(answer: str, evidence: Evidence) -> bool:
     wanted = " ".join(fold_accents(normalise(answer)).strip(" .!?。").split())
     return bool(wanted) and any(wanted in " ".join(fold_accents(normalise(s.text)).split())
                                 for s in evidence.sentences)
-
-
-def _nearness(sentence: ContextSentence, answer_keys: set[str], question_tokens: list[Token],
-              weigh: Callable[[Token], float], window: int) -> float:
-    """Of the question's terms in the sentence, the weighted share that stand within
-    ``window`` content tokens of the answer's own tokens there (1.0 when the sentence
-    has none of them: nothing to tell the facts apart)."""
-    tokens = sentence.tokens
-    at = [i for i, t in enumerate(tokens) if t.key in answer_keys]
-    wanted = {t.key: weigh(t) for t in question_tokens}
-    distance: dict[str, int] = {}
-    for i, t in enumerate(tokens):
-        if t.key in wanted and at:
-            distance[t.key] = min(distance.get(t.key, len(tokens)),
-                                  min(abs(i - j) for j in at))
-    total = sum(wanted[k] for k in distance)
-    if not total:
-        return 1.0
-    return sum(wanted[k] for k, d in distance.items() if d <= window) / total
 
 
 def _kind_fit(kinds: frozenset[Expects], answer_tokens: list[Token], answer: str
