@@ -46,7 +46,11 @@ from ragas_trace.judges.local.framing import (
     is_short,
 )
 from ragas_trace.judges.local.lexicon import is_noncommittal, question_parts
-from ragas_trace.judges.local.scoring import answer_relevance, sentence_need
+from ragas_trace.judges.local.scoring import (
+    answer_relevance,
+    relevance_thresholds,
+    sentence_need,
+)
 from ragas_trace.judges.local.structured import flatten_passage
 from ragas_trace.judges.local.support_model import SupportModelError, SupportModels, load_models
 from ragas_trace.judges.local.tokens import content_tokens
@@ -140,9 +144,11 @@ class LocalJudge:
         mapping when its model file cannot be read: the scorer then records the
         failure on each record)."""
         try:
-            return dict(load_models().thresholds)
-        except SupportModelError:
+            faithfulness = load_models().thresholds["faithfulness"]
+            relevance = relevance_thresholds()
+        except (SupportModelError, OSError, ValueError, KeyError):
             return {}
+        return {"faithfulness": faithfulness, **relevance}
 
     def load(self) -> None:
         """Load the model now instead of on the first record."""
@@ -497,7 +503,7 @@ class _Record:
         answered = [(part, max(float(vec(part) @ vec(s)) for s in self.answer_parts))
                     for part in self.asked_parts]
         value, reason = answer_relevance(self.question, similarity, plain, self.rarity,
-                                         len(self.answer_parts), answered)
+                                         answered)
         return MetricResult(min(1.0, max(0.0, value)), MetricStatus.SCORED, reason)
 
     def _answer_vector(self, vec: _VecFn) -> Vectors:
