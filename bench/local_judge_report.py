@@ -30,7 +30,9 @@ the shipped threshold. And of incomplete answers, as the paper's protocol makes 
 (an answer to part of the question): WikiEval's compound questions ("When ..., and
 what ...?") with a reference answer of several sentences, the whole answer against
 its first sentence alone (constructed, not human-labelled): pairwise agreement and
-the share of each passing.
+the share of each passing. The relevance parameters' own fit (``tools/fit_relevance.py``,
+recorded in ``data/relevance_model.json``): cross-validated, and the holdout beside
+the hand-set values it replaced.
 
 Baselines: ``lexical``, the share of the answer's content words found in the
 passages; ``length``, shorter answers score higher (HaluEval is dominated by it).
@@ -75,6 +77,7 @@ from judge_data import (  # noqa: E402
 from ragas_trace.cli.eval_cmd import preference_point  # noqa: E402
 from ragas_trace.judges.local import Embedder, LocalJudge  # noqa: E402
 from ragas_trace.judges.local.lexicon import STOPWORDS, question_parts  # noqa: E402
+from ragas_trace.judges.local.scoring import RELEVANCE_FILE  # noqa: E402
 from ragas_trace.judges.local.support_model import load_models  # noqa: E402
 from ragas_trace.metrics.sentences import split_sentences  # noqa: E402
 from ragas_trace.results import Metric  # noqa: E402
@@ -363,6 +366,20 @@ def figures(report: dict[str, Any]) -> dict[str, dict[str, Any]]:
             "value": w[f"{name}_pass"], "unit": "share",
             "label": f"Answer relevance, {about}: {what} passing at the shipped threshold "
                      f"{relevance['threshold']}"}
+    for metric, fit in report["relevance_fit"].items():
+        name = metric.replace("_", " ")
+        fitted, hand = fit["fitted"], fit["hand_set"]
+        out[f"{metric}:fit_cross_validated_auroc"] = {
+            "value": fitted["cross_validated_auroc"], "unit": "AUROC",
+            "label": f"{name.capitalize()} parameters fitted on {fit['cases']} labelled "
+                     "development pairs (tools/fit_relevance.py): mean AUROC over the sets, "
+                     "cross-validated by source"}
+        out[f"{metric}:fit_holdout_auroc"] = {
+            "value": fitted["holdout_auroc"], "baseline": hand["holdout_auroc"],
+            "unit": "AUROC",
+            "label": f"{name.capitalize()}, fitted parameters, on the holdout's "
+                     f"{fit['holdout_cases']} pairs: mean AUROC over the sets",
+            "baseline_label": "the hand-set parameters the fit replaced, same pairs"}
     v = report["halueval_verbatim"]
     out["halueval:verbatim_pass"] = {
         "value": v["pass"], "unit": "share",
@@ -412,7 +429,9 @@ def main() -> int:
     report["seconds_per_record"] = speed(dev_answers, args.threads)
     report |= {"threshold": threshold, "sets": sets,
               "halueval_verbatim": verbatim_pass(dev_answers, dev_scores, threshold),
-              "real_answer_relevance": real_answer_relevance(data, args.threads)}
+              "real_answer_relevance": real_answer_relevance(data, args.threads),
+              "relevance_fit": json.loads(RELEVANCE_FILE.read_text(encoding="utf-8"))[
+                  "figures"]}
     print(json.dumps(report, indent=1))
     if not args.no_write:
         write_results("local_judge_report", figures(report),

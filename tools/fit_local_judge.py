@@ -9,8 +9,8 @@ per data set (``statement_within``); and one that turns the answer's statements'
 supports and its evidence as a whole into its faithfulness, the
 probability that the answer holds no unsupported statement (its log-odds moved
 toward those of word overlap by ``LEXICAL_WEIGHT``). The faithfulness pass
-threshold is chosen on the cross-validated answer scores; the answer and context
-relevance thresholds on the public dev pairs.
+threshold is chosen on the cross-validated answer scores (the answer and context
+relevance thresholds and parameters: ``tools/fit_relevance.py``).
 
 Data (``tools/judge_data.py``): RAGTruth summarisation and data-to-text (statement
 labels from the hallucinated spans), AttributionBench dev (claim labels), HaluEval
@@ -43,18 +43,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from judge_data import (
     HOLDOUT_SEED,
     HOLDOUT_SHARE,
-    PUBLIC_PAIRS,
     Answer,
-    attributionbench_responses,
     development,
-    halueval,
     held_back,
     overlaps,
-    public_group,
     shared_data,
 )
 
-from ragas_trace.judges.local import LocalJudge
 from ragas_trace.judges.local.combine import ANSWER_FEATURES, SINGLE, copied, with_supports
 from ragas_trace.judges.local.embedder import Embedder
 from ragas_trace.judges.local.features import STATEMENT_FEATURES
@@ -344,72 +339,6 @@ def log_loss(measured: Sequence[Measured], l2: float) -> float:
     return total / max(1, count)
 
 
-def balanced_threshold(*sets: tuple[Sequence[float], Sequence[float]]) -> float:
-    """The threshold (in steps of 0.01) that best separates each set's ``good`` (pass at
-    or above) from its ``bad``: the highest mean, over the sets, of the two shares
-    labelled right; the lowest such threshold on a tie, so that good answers keep
-    passing."""
-    best, chosen = -1.0, 0.5
-    for step in range(1, 100):
-        t = step / 100
-        accuracy = sum((sum(1 for g in good if g >= t) / len(good)
-                        + sum(1 for b in bad if b < t) / len(bad)) / 2
-                       for good, bad in sets) / len(sets)
-        if accuracy > best:
-            best, chosen = accuracy, t
-    return chosen
-
-
-def relevance_thresholds(data: Path, threads: int) -> dict[str, float]:
-    """Answer and context relevance thresholds on development data outside the
-    holdout. Answer relevance: the public dev pairs' right answer against an answer to
-    another question on the same passage, HaluEval's right answers and
-    AttributionBench's whole responses to their own question against another question
-    of their set; context relevance: the public dev pair's passage against the
-    passage padded with sentences the question does not need."""
-    judge = LocalJudge(embedder=Embedder(threads=threads, cache_size=50_000))
-    rows = [row for line in PUBLIC_PAIRS.read_text(encoding="utf-8").splitlines()
-            if line.strip() and (row := json.loads(line))["split"].endswith("/dev")
-            and not held_back("public-dev", public_group(row["split"].split("/")[0],
-                                                         str(row["id"])))]
-    ar, cr = Metric.ANSWER_RELEVANCE, Metric.CONTEXT_RELEVANCE
-
-    def one(row: dict[str, Any]) -> tuple[float | None, ...]:
-        q, c = row["question"], [row["context"]]
-        good = judge.evaluate_sync(q, c, row["answer"], frozenset({ar, cr}))
-        poor = judge.evaluate_sync(q, c, row["poor_answer"], frozenset({ar}))
-        padded = judge.evaluate_sync(q, [row["context_padded"]], row["answer"], frozenset({cr}))
-        return (good.results[ar].value, poor.results[ar].value, good.results[cr].value,
-                padded.results[cr].value)
-
-    def relevance(question: str, answer: str) -> float | None:
-        return judge.evaluate_sync(question, [], answer, frozenset({ar})).results[ar].value
-
-    with ThreadPoolExecutor(threads) as pool:
-        values = list(pool.map(one, rows))
-        column = [[v[i] for v in values if v[i] is not None] for i in range(4)]
-        answer_sets = [(column[0], column[1])]
-        for own in own_questions(data):
-            # Another question: half the set away, so never the answer's own.
-            other = [(own[(i + len(own) // 2) % len(own)][0], a)
-                     for i, (_, a) in enumerate(own)]
-            scored = [[v for v in pool.map(lambda p: relevance(*p), pairs) if v is not None]
-                      for pairs in (own, other)]
-            answer_sets.append((scored[0], scored[1]))
-    return {"answer_relevance": balanced_threshold(*answer_sets),
-            "context_relevance": balanced_threshold((column[2], column[3]))}
-
-
-def own_questions(data: Path) -> list[list[tuple[str, str]]]:
-    """Real answers with their own question, outside the holdout: HaluEval's right
-    answers and AttributionBench dev's whole responses."""
-    right = [(a.question, a.answer) for a in halueval(data)
-             if not a.hallucinated and not held_back(a.dataset, a.group)]
-    responses = [(q, response) for q, _, response in attributionbench_responses(data)
-                 if not held_back("attributionbench", f"ab-{q}")]
-    return [right, responses]
-
-
 def development_measured(cache: Path | None, threads: int) -> list[Measured] | None:
     """The development sets' measured features: read from ``cache`` when it exists,
     else measured (and written there); None, said on stderr, without the shared data."""
@@ -462,9 +391,6 @@ def main() -> int:
         "answer": models["answer"].to_json(),
         "thresholds": {"faithfulness": threshold},
     }
-    data = shared_data()
-    assert data is not None  # the development data was read from it
-    document["thresholds"] |= relevance_thresholds(data, args.threads)
     args.out.write_text(json.dumps(document, indent=1) + "\n", encoding="utf-8")
     print(f"wrote {args.out}: thresholds {document['thresholds']}, statements {counts}")
     return 0

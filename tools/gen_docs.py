@@ -475,7 +475,8 @@ def _thresholds() -> str:
     from ragas_trace.results import DEFAULT_THRESHOLDS, Metric
 
     local = judge_thresholds(LocalJudge())  # what setup() and the demo label with
-    lines = ["| metric | local judge (fitted, `support_model.json`) | LLM judges (default) |",
+    lines = ["| metric | local judge (fitted: `support_model.json`, `relevance_model.json`) "
+             "| LLM judges (default) |",
              "| --- | --- | --- |"]
     lines += [f"| {metric} | {local[metric]:g} | {DEFAULT_THRESHOLDS[metric]:g} |"
               for metric in Metric]

@@ -7,6 +7,7 @@ from __future__ import annotations
 import http.client
 import socket
 import threading
+import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -247,6 +248,25 @@ def test_a_client_expecting_100_continue_is_told_413_before_sending(
             answer = sock.recv(4096)
         assert answer.startswith(b"HTTP/1.1 413")
 
+
+
+def test_the_deadline_counts_from_the_requests_first_byte_not_the_idle_wait(
+        downstream: OtlpGrpcReceiver) -> None:
+    # An exporter reusing its keep-alive connection: the batch arrives late in the idle
+    # allowance and its body takes a while; whole within its own deadline, it is taken.
+    body = _request(0).SerializeToString()
+    head = (b"POST /v1/traces HTTP/1.1\r\nHost: x\r\nContent-Type: application/x-protobuf"
+            b"\r\nContent-Length: " + str(len(body)).encode() + b"\r\n\r\n")
+    with Gateway(settings(forward_endpoint=downstream.endpoint,
+                          request_timeout_s=1.0)) as gw:
+        with socket.create_connection(_address(gw), timeout=10) as sock:
+            time.sleep(0.7)  # idle
+            sock.sendall(head)
+            time.sleep(0.5)  # 1.2 s after the wait began, 0.5 s into the request
+            sock.sendall(body)
+            answer = sock.recv(4096)
+        assert answer.startswith(b"HTTP/1.1 200"), answer[:80]
+        assert "request_timeout" not in gw.stats.snapshot()["requests_refused"]
 
 
 def test_an_idle_keep_alive_connection_is_closed_but_not_counted_as_refused(

@@ -123,16 +123,22 @@ class ConnectionBudget:
 
 class DeadlineReader(io.RawIOBase):
     """A socket read through one deadline: each receive may wait only for what is
-    left of it, so a request trickled a byte at a time still times out."""
+    left of it, so a request trickled a byte at a time still times out. The deadline
+    counts from the request's first byte; before it, an idle keep-alive connection
+    waits as long again. Counted from the wait's start, a client's request sent just
+    before an idle connection's deadline ran out mid-body: the exporter of an app
+    sending a batch every few seconds got 400s it does not retry."""
 
     def __init__(self, sock: Any) -> None:
         super().__init__()
         self._sock = sock
         self._deadline = math.inf
+        self._timeout_s = math.inf
         self.timed_out = False
         self.received = 0  # bytes since ``start``: 0 on an idle keep-alive connection
 
     def start(self, timeout_s: float) -> None:
+        self._timeout_s = timeout_s
         self._deadline = time.monotonic() + timeout_s
         self.timed_out = False
         self.received = 0
@@ -154,5 +160,7 @@ class DeadlineReader(io.RawIOBase):
         except TimeoutError:
             self.timed_out = True
             raise
+        if self.received == 0 and received > 0:
+            self._deadline = time.monotonic() + self._timeout_s  # the request begins
         self.received += received
         return received

@@ -125,7 +125,6 @@ def test_restating_the_question_is_less_relevant_than_answering(judge: LocalJudg
     assert off_topic.answer_relevance is not None
     assert answer.answer_relevance > restated.answer_relevance
     assert answer.answer_relevance > off_topic.answer_relevance
-    assert "placeholder" in (restated.reasons["answer_relevance"] or "")
 
 
 def test_a_when_question_answered_without_a_date_is_discounted(judge: LocalJudge) -> None:

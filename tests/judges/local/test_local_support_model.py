@@ -18,6 +18,7 @@ from ragas_trace.judges.local import judge as judge_module
 from ragas_trace.judges.local.combine import ANSWER_FEATURES
 from ragas_trace.judges.local.features import STATEMENT_FEATURES
 from ragas_trace.judges.local.framing import SHORT_FEATURES
+from ragas_trace.judges.local.scoring import relevance_thresholds
 from ragas_trace.judges.local.support_model import (
     MODEL_FILE,
     SupportModelError,
@@ -38,12 +39,13 @@ def test_the_shipped_model_matches_the_measured_features() -> None:
     document = json.loads(MODEL_FILE.read_text(encoding="utf-8"))
     # Where it comes from is recorded with it.
     assert "ragtruth-summary" in document["data"] and document["folds"] == 5
-    for metric in DEFAULT_THRESHOLDS:
-        assert 0.0 < models.thresholds[metric] < 1.0
+    assert 0.0 < models.thresholds["faithfulness"] < 1.0
 
 
 def test_the_judge_labels_with_its_own_calibrated_thresholds(judge: LocalJudge) -> None:
-    assert judge.thresholds == dict(load_models().thresholds)
+    assert judge.thresholds == {"faithfulness": load_models().thresholds["faithfulness"],
+                                **relevance_thresholds()}
+    assert set(judge.thresholds) == set(DEFAULT_THRESHOLDS)
     assert Settings.load(env={}).thresholds_for(judge) == judge.thresholds
     chosen = Settings.load(env={"RAGAS_TRACE_THRESHOLD_FAITHFULNESS": "0.9"})
     assert chosen.thresholds_for(judge)["faithfulness"] == 0.9

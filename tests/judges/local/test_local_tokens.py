@@ -16,7 +16,6 @@ from ragas_trace.judges.local.tokens import (
     Vocabulary,
     clause_groups,
     content_tokens,
-    vague_count,
 )
 
 
@@ -135,13 +134,11 @@ def test_a_subject_pronoun_carries_the_previous_names() -> None:
     assert curie not in evidence.sentences[2].vocabulary  # "Her rival ..." is Pierre
 
 
-def test_noncommittal_and_vague() -> None:
+def test_noncommittal() -> None:
     assert is_noncommittal("Sorry, I do not know the answer.")
     assert is_noncommittal("Keine Ahnung.")
     assert is_noncommittal("对不起，我不知道。")
     assert not is_noncommittal("The knowledge of the Moon is old.")
-    assert vague_count("Someone invented something, some years ago.") == 3
-    assert vague_count("太阳系里有很多行星，有人说。") == 2
 
 
 def test_expected_answer_types() -> None:

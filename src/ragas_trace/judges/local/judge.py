@@ -48,7 +48,11 @@ from ragas_trace.judges.local.embedder import MODEL_ID, Embedder, ModelIntegrity
 from ragas_trace.judges.local.evidence import Context, Evidence, build_evidence
 from ragas_trace.judges.local.lexicon import question_parts
 from ragas_trace.judges.local.normalise import passages
-from ragas_trace.judges.local.scoring import answer_relevance, sentence_need
+from ragas_trace.judges.local.scoring import (
+    answer_relevance,
+    relevance_thresholds,
+    sentence_need,
+)
 from ragas_trace.judges.local.statements import clean_line, read_answer
 from ragas_trace.judges.local.support_model import SupportModelError, load_models
 from ragas_trace.judges.local.tokens import content_tokens
@@ -140,9 +144,11 @@ class LocalJudge:
         mapping when its model file cannot be read: the scorer then records the
         failure on each record)."""
         try:
-            return dict(load_models().thresholds)
-        except SupportModelError:
+            faithfulness = load_models().thresholds["faithfulness"]
+            relevance = relevance_thresholds()
+        except (SupportModelError, OSError, ValueError, KeyError):
             return {}
+        return {"faithfulness": faithfulness, **relevance}
 
     def load(self) -> None:
         """Load the model now instead of on the first record."""
@@ -404,7 +410,7 @@ class _Record:
         answered = [(part, max(float(vec(part) @ vec(s)) for s in self.reading.parts))
                     for part in self.asked_parts]
         value, reason = answer_relevance(self.question, similarity, plain, self.rarity,
-                                         len(self.reading.parts), answered)
+                                         answered)
         return MetricResult(min(1.0, max(0.0, value)), MetricStatus.SCORED, reason)
 
     def _answer_vector(self, vec: _VecFn) -> Vectors:

@@ -68,7 +68,6 @@ different differ differs differing similar unspecified particular well-known fam
 jemand etwas irgendwo irgendwie irgendwann einige manche verschiedene gewisse ungefähr
 """.split())
 
-VAGUE_CJK = re.compile("很多|一些|某些|某种|某个|有人|许多|各种|不同|某")
 
 # First-person evasions, per language. Not "it is not known when ...": that is a
 # statement about the world, which the context may or may not support.

@@ -7,7 +7,12 @@ a yes/no, and a metric is the mean degree: the expected share of needed sentence
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -35,27 +40,69 @@ from ragas_trace.judges.local.tokens import (
     clause_groups,
     content_tokens,
     normalise,
-    vague_count,
     weight,
 )
 
-# Cosine similarities of all-MiniLM-L6-v2: paraphrases sit above ~0.65, text on the
-# same topic around 0.3 to 0.5, unrelated text below 0.2.
-NEED_FLOOR, NEED_FULL = 0.30, 0.60
-ANSWER_FLOOR, ANSWER_FULL = 0.20, 0.70
-# Per placeholder word ("someone", "something") in an answer, counted per statement:
-# a long answer's "some" and "many" are not each a statement's worth of evasion.
-VAGUE_FACTOR = 0.75
-UNMET_EXPECTATION_FACTOR = 0.5  # a "when" question answered without any date...
-# ...and a part of a compound question that no sentence of the answer answers, by
-# degrees: none near it (unrelated, as for ANSWER_FLOOR) counts whole, one at the top
-# of the same-topic band counts not at all. A part lacks its subject ("what is its
-# elevation"): the sentence answering it is often only on its topic.
-PART_FLOOR, PART_FULL = ANSWER_FLOOR, 0.50
 NAMED = 3  # a reason names this many invented facts or unanswered parts at most
-LEXICAL_WEIGHT = 0.2  # share of the question's terms a context sentence contains
-LACKS_EXPECTED_PENALTY = 0.15  # a sentence without the kind of fact the question asks
-RELATIVE_FLOOR, RELATIVE_FULL = 0.30, 0.10  # needed: within 0.1 of the best sentence
+RELEVANCE_FILE = Path(__file__).with_name("data") / "relevance_model.json"
+
+
+@dataclass(frozen=True)
+class AnswerParameters:
+    """Fitted by ``tools/fit_relevance.py`` (``data/relevance_model.json``). Cosines of
+    all-MiniLM-L6-v2: paraphrases sit above ~0.65, text on the same topic around 0.3
+    to 0.5, unrelated text below 0.2."""
+
+    floor: float  # question-answer cosine ramp: nothing below, whole above ``full``
+    full: float
+    informative_share: float  # of the value that rests on the answer adding content
+    unmet_factor: float  # per kind of fact asked and not given, or part not answered
+    part_floor: float  # a part of a compound question answered: cosine ramp
+    part_full: float
+
+
+@dataclass(frozen=True)
+class ContextParameters:
+    """Fitted likewise: how far a context sentence is needed."""
+
+    need_floor: float  # a sentence's bearing on the question: ramp to "needed"
+    need_full: float
+    lexical_weight: float  # share of the question's terms the sentence contains
+    lacks_expected_penalty: float  # per kind of fact asked that the sentence lacks
+    relative_floor: float  # needed in full within ``relative_full`` of the best
+    relative_full: float
+
+
+@dataclass(frozen=True)
+class AnswerFeatures:
+    """What answer relevance reads of a question and an answer, before any parameter."""
+
+    similarity: float
+    chooses: bool  # names one of the alternatives the question offers
+    answers_yes_no: bool  # a bare yes/no to a yes/no question: close whatever its cosine
+    informativeness: float  # 1 where the answer picks an alternative or replies yes/no
+    new_weight: float
+    unmet: tuple[Expects, ...]
+    parts: tuple[tuple[str, float], ...]  # a part of the question, cosine of its answer
+
+
+@cache
+def _document() -> dict[str, Any]:
+    document: dict[str, Any] = json.loads(RELEVANCE_FILE.read_text(encoding="utf-8"))
+    return document
+
+
+@cache
+def parameters() -> tuple[AnswerParameters, ContextParameters]:
+    document = _document()
+    return (AnswerParameters(**document["answer"]),
+            ContextParameters(**document["context"]))
+
+
+def relevance_thresholds() -> dict[str, float]:
+    """The pass thresholds fitted with the parameters (``answer_relevance``,
+    ``context_relevance``)."""
+    return {name: float(value) for name, value in _document()["thresholds"].items()}
 
 
 def _ramp(value: float, low: float, high: float) -> float:
@@ -67,60 +114,68 @@ def _weighted(tokens: Sequence[Token], rarity: RarityFn) -> float:
 
 
 def answer_relevance(
-    question: str, similarity: float, answer: str, rarity: RarityFn, statements: int = 1,
+    question: str, similarity: float, answer: str, rarity: RarityFn,
     parts: Sequence[tuple[str, float]] = (),
 ) -> tuple[float, str]:
     """Closeness of question and answer, discounted when the answer adds nothing the
-    question did not already say, uses placeholders, or lacks the kind of fact the
+    question did not already say, or lacks the kind of fact the
     question asks for (a date for "when", a name for "who"). The question and the
     answer only: whether the passages hold what it adds is faithfulness's matter (the
     paper's answer relevance "does not take into account factuality").
-    ``statements``: how many the answer makes.
     ``parts``: each part of a compound question with the cosine of the answer's
     sentence nearest it; the paper's answer relevance penalises an incomplete answer."""
-    # A good answer is not a paraphrase of its question: its cosine with it reaches
-    # ~0.7 at best, where the paper compares questions with questions.
-    closeness = _ramp(similarity, ANSWER_FLOOR, ANSWER_FULL)
+    features = answer_features(question, similarity, answer, rarity, parts)
+    return answer_value(features, parameters()[0]), answer_reason(features, parameters()[0])
+
+
+def answer_features(
+    question: str, similarity: float, answer: str, rarity: RarityFn,
+    parts: Sequence[tuple[str, float]] = (),
+) -> AnswerFeatures:
     question_vocabulary = Vocabulary(content_tokens(question))
     answer_tokens = content_tokens(answer)
     # "No." or "No, it isn't." to "Is the battery covered?" answers all that was
     # asked, while its vector, of a word or two, is near no question.
-    if replies_yes_no(question, answer) and all(
-            normalise(t.text) in YES_NO_WORDS or is_negated(t.text) for t in answer_tokens):
-        closeness = 1.0
+    yes_no = replies_yes_no(question, answer)
+    bare_yes_no = yes_no and all(
+        normalise(t.text) in YES_NO_WORDS or is_negated(t.text) for t in answer_tokens)
     new = [t for t in answer_tokens
            if t not in question_vocabulary and normalise(t.text) not in VAGUE_WORDS
            and not CJK_FUNCTION_CHARS.intersection(t.text)]
     # A capitalised word names something ("Paris is the capital ..."): it weighs as a
     # name even where it opens the sentence, which keeps it from the name kind.
     new_weight = sum(1.0 if t.text[:1].isupper() else weight(t, rarity) for t in new)
-    informativeness = new_weight / (new_weight + 1.0)
     options = alternatives(question)
     chooses = options is not None and _chooses(answer, answer_tokens, options)
     # "Jupiter or Saturn?" - "Jupiter is": picking one is the answer; so is "Yes, ..."
     # to "Is the battery covered?", which need add no word the question lacks.
-    if chooses or replies_yes_no(question, answer):
-        informativeness = 1.0
-    vague = vague_count(answer)
+    informativeness = 1.0 if chooses or yes_no else new_weight / (new_weight + 1.0)
     # The alternatives are of the kind asked ("Who is older, A or B?"): picking one of
     # them meets it, though the question already names it.
-    unmet = [] if chooses else [kind for kind in expectations(question)
-                                if not meets(kind, new, answer)]
-    unanswered = [(part, 1.0 - _ramp(cosine, PART_FLOOR, PART_FULL)) for part, cosine in parts]
-    per = max(1, statements)
-    value = closeness * (0.5 + 0.5 * informativeness) * VAGUE_FACTOR ** (vague / per) \
-        * UNMET_EXPECTATION_FACTOR ** (len(unmet) + sum(u for _, u in unanswered))
-    notes = [f"question-answer similarity {similarity:.2f}",
-             f"new content weight {new_weight:.1f}"]
-    if chooses:
+    unmet = () if chooses else tuple(kind for kind in expectations(question)
+                                     if not meets(kind, new, answer))
+    return AnswerFeatures(similarity, chooses, bare_yes_no, informativeness, new_weight,
+                          unmet, tuple(parts))
+
+
+def answer_value(f: AnswerFeatures, p: AnswerParameters) -> float:
+    closeness = 1.0 if f.answers_yes_no else _ramp(f.similarity, p.floor, p.full)
+    unanswered = sum(1.0 - _ramp(cosine, p.part_floor, p.part_full) for _, cosine in f.parts)
+    value = closeness * (1.0 - p.informative_share + p.informative_share * f.informativeness)
+    return float(value * p.unmet_factor ** (len(f.unmet) + unanswered))
+
+
+def answer_reason(f: AnswerFeatures, p: AnswerParameters) -> str:
+    notes = [f"question-answer similarity {f.similarity:.2f}",
+             f"new content weight {f.new_weight:.1f}"]
+    if f.chooses:
         notes.append("picks one of the alternatives asked about")
-    if vague:
-        notes.append(f"{vague} placeholder word(s)")
-    if unmet:
-        notes.append("no " + " or ".join(k.value for k in unmet) + " the question asks for")
-    if missed := [f'"{part}"' for part, u in unanswered if u >= 0.5]:
+    if f.unmet:
+        notes.append("no " + " or ".join(k.value for k in f.unmet) + " the question asks for")
+    if missed := [f'"{part}"' for part, cosine in f.parts
+                  if 1.0 - _ramp(cosine, p.part_floor, p.part_full) >= 0.5]:
         notes.append("no answer to: " + _named(missed, "; "))
-    return value, "; ".join(notes)
+    return "; ".join(notes)
 
 
 def _named(items: Sequence[str], separator: str) -> str:
@@ -161,6 +216,15 @@ def meets(kind: Expects, new: Sequence[Token], text: str) -> bool:
     return True
 
 
+@dataclass(frozen=True)
+class Bearing:
+    """What a question's part reads of each context sentence, before any parameter."""
+
+    similarity: tuple[float, ...]  # cosine with the part (or with a sentence pair)
+    lexical: tuple[float, ...]  # weighted share of the part's terms the sentence holds
+    lacking: tuple[int, ...]  # kinds of fact the part asks for that the sentence lacks
+
+
 def sentence_need(
     questions: Sequence[tuple[str, Vectors]], evidence: Evidence, vectors: Vectors,
     rarity: RarityFn,
@@ -170,29 +234,42 @@ def sentence_need(
     question's own terms that it contains, counted in full near the best sentence for
     that part. The relative test matters where the model compresses similarities
     (Chinese), so that everything looks alike in absolute terms."""
-    needs = [0.0] * len(evidence.sentences)
+    return needs_of(bearings(questions, evidence, vectors, rarity), len(evidence.sentences),
+                    parameters()[1])
+
+
+def bearings(
+    questions: Sequence[tuple[str, Vectors]], evidence: Evidence, vectors: Vectors,
+    rarity: RarityFn,
+) -> list[Bearing]:
     paired = with_antecedents(evidence, vectors)
+    out = []
     for question, q_vector in questions:
         question_tokens = content_tokens(question)
         total = _weighted(question_tokens, rarity)
         similarities = np.maximum(vectors @ q_vector, paired @ q_vector - PAIR_DISCOUNT)
-        bearing = [
-            float(similarity) + LEXICAL_WEIGHT * (
-                _weighted([t for t in question_tokens if t in sentence.vocabulary], rarity)
-                / total if total else 0.0)
-            for sentence, similarity in zip(evidence.sentences, similarities, strict=True)
-        ]
         # "When was it completed?" is answered by the sentence with the date in it, not
         # by the one that shares the most words with the question.
         kinds = expectations(question)
         asked = Vocabulary(question_tokens)
-        bearing = [b - LACKS_EXPECTED_PENALTY * sum(
-                       1 for kind in kinds
-                       if not meets(kind, [t for t in sentence.tokens if t not in asked],
-                                 sentence.text))
-                   for b, sentence in zip(bearing, evidence.sentences, strict=True)]
+        out.append(Bearing(
+            tuple(float(x) for x in similarities),
+            tuple(_weighted([t for t in question_tokens if t in sentence.vocabulary], rarity)
+                  / total if total else 0.0 for sentence in evidence.sentences),
+            tuple(sum(1 for kind in kinds
+                      if not meets(kind, [t for t in sentence.tokens if t not in asked],
+                                   sentence.text))
+                  for sentence in evidence.sentences)))
+    return out
+
+
+def needs_of(found: Sequence[Bearing], sentences: int, p: ContextParameters) -> list[float]:
+    needs = [0.0] * sentences
+    for b in found:
+        bearing = [s + p.lexical_weight * x - p.lacks_expected_penalty * k
+                   for s, x, k in zip(b.similarity, b.lexical, b.lacking, strict=True)]
         best = max(bearing, default=0.0)
-        needs = [max(need, min(_ramp(b, NEED_FLOOR, NEED_FULL),
-                               _ramp(b, best - RELATIVE_FLOOR, best - RELATIVE_FULL)))
-                 for need, b in zip(needs, bearing, strict=True)]
+        needs = [max(need, min(_ramp(v, p.need_floor, p.need_full),
+                               _ramp(v, best - p.relative_floor, best - p.relative_full)))
+                 for need, v in zip(needs, bearing, strict=True)]
     return needs

@@ -28,8 +28,6 @@ from ragas_trace.judges.local.lexicon import (
     ONE_BEFORE_MAGNITUDE,
     STOPWORDS,
     TENS,
-    VAGUE_CJK,
-    VAGUE_WORDS,
 )
 from ragas_trace.judges.local.numbers import scaled
 
@@ -321,11 +319,6 @@ def _sentence_initial(text: str, at: int) -> bool:
     if not before:
         return start == 0
     return before[-1] in ".!?:;\n…。！？"
-
-
-def vague_count(text: str) -> int:
-    return sum(1 for m in _TOKEN.finditer(text) if normalise(m.group(0)) in VAGUE_WORDS) \
-        + len(VAGUE_CJK.findall(text))
 
 
 def clause_groups(sentence: str, tokens: Sequence[Token]) -> list[list[Token]]:
