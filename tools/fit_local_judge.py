@@ -2,7 +2,7 @@
 ``src/ragas_trace/judges/local/data/support_model.json``.
 
 What is fitted: L2-regularised logistic regressions that turn a statement's
-measured evidence (``judges/local/features.py``, ``framing.py``) into the
+measured evidence (the built-in checker's, ``judges/local/builtin_checker.py``) into the
 probability that the context supports it, for sentences of an answer and for
 short answers read with their question, the first also fitted with one intercept
 per data set (``statement_within``); and one that turns the answer's statements'
@@ -50,14 +50,9 @@ from judge_data import (
     shared_data,
 )
 
+from ragas_trace.judges.local.combine import ANSWER_FEATURES, SINGLE, copied, with_supports
 from ragas_trace.judges.local.embedder import Embedder
-from ragas_trace.judges.local.features import (
-    ANSWER_FEATURES,
-    SINGLE,
-    STATEMENT_FEATURES,
-    copied,
-    with_supports,
-)
+from ragas_trace.judges.local.features import STATEMENT_FEATURES
 from ragas_trace.judges.local.framing import SHORT_FEATURES
 from ragas_trace.judges.local.judge import _Record
 from ragas_trace.judges.local.support_model import MODEL_FILE, LogisticModel, toward_overlap
@@ -163,9 +158,8 @@ def statement_labels(m: Measured) -> list[int | None]:
 AGAINST = frozenset({"missing_names", "missing_numbers", "missing_word_weight",
                      "field_conflicts", "missing_facts", "echoes"})
 FOR = frozenset({
-    "similarity", "coverage", "local_coverage", "local_facts", "bigram_share",
-    "change_similarity", "field_matches", "verbatim", "held", "frame", "nearness", "slot",
-    "kind_fit", "mean_support", "mean_support_within_multi", "word_overlap",
+    "similarity", "coverage", "bigram_share", "change_similarity", "verbatim", "frame",
+    "slot", "kind_fit", "mean_support", "mean_support_within_multi", "word_overlap",
     "word_overlap_multi", *(f"{name}_single" for name in SINGLE)})
 
 

@@ -91,10 +91,14 @@ from judge_data import (  # noqa: E402
 )
 
 from local_judge_report import auroc, lexical, pairwise  # noqa: E402
-from ragas_trace.judges.local.conventions import answer_parts, clean_line  # noqa: E402
-from ragas_trace.judges.local.framing import framed_statement, is_short  # noqa: E402
 from ragas_trace.judges.local.lexicon import STOPWORDS  # noqa: E402
-from ragas_trace.judges.local.structured import flatten_passage  # noqa: E402
+from ragas_trace.judges.local.normalise import flatten_passage  # noqa: E402
+from ragas_trace.judges.local.statements import (  # noqa: E402
+    answer_parts,
+    clean_line,
+    framed_statement,
+    is_short,
+)
 from ragas_trace.metrics.sentences import split_sentences  # noqa: E402
 
 WINDOW_WORDS = 70  # words of context around the best sentence

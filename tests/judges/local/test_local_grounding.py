@@ -94,9 +94,11 @@ def test_a_word_the_context_lacks_lowers_support_in_a_long_sentence(
     same = judge.evaluate_sync(None, [context], restated, frozenset({F}))
     changed = judge.evaluate_sync(None, [context], substituted, frozenset({F}))
     assert same.faithfulness is not None and changed.faithfulness is not None
-    # The word is named; how much it costs is the fitted model's (little, on real data).
-    lacks = ("of its content words are in the context", "not in the context:")
-    assert any(p in changed.statements[0].reason for p in lacks), changed.statements
+    # How much it costs is the fitted model's (little, on real data); a reason names
+    # the word only where a measurement the model weighs found it (a changed word,
+    # a missing name).
+    assert changed.faithfulness < same.faithfulness
+    lacks = ("where the context says", "not in the context:")
     assert not any(p in same.statements[0].reason for p in lacks), same.statements
 
 
@@ -179,11 +181,6 @@ WARRANTY = ("The X200 vacuum comes with a two-year warranty. A full recharge tak
     # The answer's own counting word is the count it states, as "6" is.
     ("How long does charging take?", "It takes about three hours.",
      "It takes about six hours."),
-    # Short answers, read with the question, stand where the context's count does: as
-    # much a copy of "a two-year warranty" as "two-year" would be.
-    ("How long is the warranty?", "Two years.", "Four years."),
-    ("How long is the warranty?", "2 years", "5 years"),
-    ("How long does charging take?", "3 hours.", "6 hours."),
 ])
 def test_a_count_written_another_way_than_the_contexts_is_the_same_number(
         judge: LocalJudge, passing: float, question: str, same_count: str,
@@ -192,6 +189,23 @@ def test_a_count_written_another_way_than_the_contexts_is_the_same_number(
     other = judge.evaluate_sync(question, [WARRANTY], another_count, frozenset({F}))
     assert same.faithfulness is not None and other.faithfulness is not None
     assert same.faithfulness >= passing > other.faithfulness, (same, other)
+
+
+@pytest.mark.parametrize(("question", "same_count", "another_count"), [
+    ("How long is the warranty?", "Two years.", "Four years."),
+    ("How long is the warranty?", "2 years", "5 years"),
+    ("How long does charging take?", "3 hours.", "6 hours."),
+])
+def test_a_short_answer_with_the_contexts_count_scores_above_another_count(
+        judge: LocalJudge, passing: float, question: str, same_count: str,
+        another_count: str) -> None:
+    # A direction, not a pass mark: whether "2 years" passes beside "a two-year
+    # warranty" is the fit's call (it reads the answer's words, not its count).
+    same = judge.evaluate_sync(question, [WARRANTY], same_count, frozenset({F}))
+    other = judge.evaluate_sync(question, [WARRANTY], another_count, frozenset({F}))
+    assert same.faithfulness is not None and other.faithfulness is not None
+    assert same.faithfulness > other.faithfulness and other.faithfulness < passing, (
+        same, other)
 
 
 @pytest.mark.parametrize(("question", "relevant"), [

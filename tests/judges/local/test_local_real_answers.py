@@ -187,7 +187,7 @@ def test_a_missing_name_counts_once_however_often_the_statement_repeats_it(
               "Button at 1 million subscribers.")
     scores = judge.evaluate_sync("What are the play button levels?", [context], answer,
                                  frozenset({F}))
-    assert "not in the context: Play, Button;" in scores.statements[0].reason, scores
+    assert scores.statements[0].reason.endswith("not in the context: Play, Button"), scores
 
 
 @pytest.mark.parametrize(("context", "statement", "abbreviation"), [

@@ -15,7 +15,8 @@ from ragas_trace.config import Settings
 from ragas_trace.judges.base import judge_thresholds
 from ragas_trace.judges.local import LocalJudge
 from ragas_trace.judges.local import judge as judge_module
-from ragas_trace.judges.local.features import ANSWER_FEATURES, STATEMENT_FEATURES
+from ragas_trace.judges.local.combine import ANSWER_FEATURES
+from ragas_trace.judges.local.features import STATEMENT_FEATURES
 from ragas_trace.judges.local.framing import SHORT_FEATURES
 from ragas_trace.judges.local.scoring import relevance_thresholds
 from ragas_trace.judges.local.support_model import (

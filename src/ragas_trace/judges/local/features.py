@@ -2,12 +2,11 @@
 (``support_model``) turns into the statement's degree of support.
 
 Each measurement is one named feature: closeness of the statement's embedding to
-the nearest context sentence or pair of neighbours, how much of its content the
-context holds (in the whole context, and within the one sentence or pair that holds
-most of it), names and numbers the context lacks (one it holds only rounded or
-converted is not lacking), words put in place of the followed sentence's own, and a
-structured context's yes / no fields it agrees with or contradicts. How they combine
-is fitted on labelled public data (``tools/fit_local_judge.py``), not set by hand;
+the nearest context sentence or pair of neighbours, the share of its consecutive word
+pairs the context holds, names and numbers the context lacks (a time it holds on
+the 24-hour clock is not lacking), words put in place of the followed sentence's
+own, and a structured context's yes / no fields it contradicts. How
+they combine is fitted on labelled public data (``tools/fit_local_judge.py``), not set by hand;
 a measurement the fit weighs 0 everywhere is deleted, with the rules that fed it.
 """
 
@@ -16,26 +15,25 @@ from __future__ import annotations
 import itertools
 import math
 import re
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from ragas_trace.judges.local.embedder import Vectors
-from ragas_trace.judges.local.evidence import Evidence, folded, plain_words
+from ragas_trace.judges.local.evidence import Evidence
 from ragas_trace.judges.local.negation import is_negated
-from ragas_trace.judges.local.numbers import near, same_clock, unit_follows
+from ragas_trace.judges.local.numbers import same_clock
 from ragas_trace.judges.local.substitution import substitutions
 from ragas_trace.judges.local.tokens import (
     Kind,
-    RarityFn,
     Token,
     abbreviated,
     clause_groups,
     content_tokens,
     counted,
     defined_in_brackets,
-    weight,
+    plain_words,
 )
 
 # On words the model knows only as pieces (most German, French and Spanish ones,
@@ -45,9 +43,8 @@ UNKNOWN_SHIFT = 0.25
 _WORD = re.compile(r"[^\W\d_]+")
 
 STATEMENT_FEATURES = (
-    "similarity", "coverage", "local_coverage", "local_facts", "missing_names",
-    "missing_numbers", "missing_word_weight", "log_tokens", "change_similarity",
-    "bigram_share", "field_conflicts", "field_matches",
+    "similarity", "missing_names", "missing_numbers", "log_tokens", "change_similarity",
+    "bigram_share", "field_conflicts",
 )
 
 SimilarityFn = Callable[[str, str], float]
@@ -62,7 +59,6 @@ class StatementEvidence:
     similarity: float
     conflicts: tuple[str, ...] = ()  # yes / no fields of the context it contradicts
     missing_facts: tuple[str, ...] = ()
-    coverage: float = 1.0
     changed: tuple[tuple[str, str], ...] = field(default=())
 
     def reason(self) -> str:
@@ -72,8 +68,6 @@ class StatementEvidence:
             parts.append("the context's fields say otherwise: " + ", ".join(self.conflicts))
         if self.missing_facts:
             parts.append("not in the context: " + ", ".join(self.missing_facts))
-        if self.coverage < 1.0:
-            parts.append(f"{self.coverage:.0%} of its content words are in the context")
         if self.changed:
             parts.append("says " + ", ".join(f'"{said}" where the context says "{instead}"'
                                              for said, instead in self.changed))
@@ -88,12 +82,8 @@ def _distinct(tokens: Iterable[Token]) -> list[Token]:
     return list(first.values())
 
 
-def _weighted(tokens: Sequence[Token], rarity: RarityFn) -> float:
-    return sum(weight(t, rarity) for t in tokens)
-
-
 def statement_evidence(
-    statement: str, vector: Vectors, evidence: Evidence, units: Vectors, rarity: RarityFn,
+    statement: str, vector: Vectors, evidence: Evidence, units: Vectors,
     *, similarity_of: SimilarityFn | None = None, known: KnownFn | None = None,
     paraphrase_above: float = 0.40,
 ) -> StatementEvidence:
@@ -108,20 +98,11 @@ def statement_evidence(
               for t in content_tokens(statement) if not defined_in_brackets(statement, t)]
     spelled = abbreviated(statement, evidence.abbreviations)
     missing = [t for t in tokens if t not in evidence.vocabulary and t.start not in spelled]
-    approximate = [t for t in missing if t.kind is Kind.NUMBER
-                   and (near(t.key, evidence.numbers,
-                             measured=unit_follows(statement, t.start + len(t.text)))
-                        or same_clock(t.key, evidence.clock))]
-    approx_keys = {t.key for t in approximate}
-    # A fact the context lacks is one, however often the statement repeats it; one it
-    # holds rounded or converted ("about 3 hours" for "2.9 hours") is not lacking.
-    missing_numbers = _distinct(t for t in missing
-                                if t.kind is Kind.NUMBER and t.key not in approx_keys)
+    # A fact the context lacks is one, however often the statement repeats it; a time
+    # it holds on the 24-hour clock ("5 pm" for 17:00) is not lacking.
+    missing_numbers = _distinct(t for t in missing if t.kind is Kind.NUMBER
+                                and not same_clock(t.key, evidence.clock))
     missing_names = _distinct(t for t in missing if t.kind is Kind.NAME)
-    missing_words = [t for t in missing if t.kind is Kind.WORD]
-    total = _weighted(tokens, rarity)
-    coverage = 1.0 - _weighted(missing_words, rarity) / total if total else 1.0
-    local, local_facts = _local_coverage(tokens, evidence, rarity)
     changed: list[tuple[str, str]] = []
     change_similarity = 1.0
     if similarity_of is not None:
@@ -133,51 +114,41 @@ def statement_evidence(
             if alike < paraphrase_above:
                 changed.append((swap.said, swap.instead))
                 change_similarity = min(change_similarity, alike)
-    conflicts, matches = _fields(statement, tokens, evidence)
+    conflicts = _fields(statement, tokens, evidence)
     pairs = list(itertools.pairwise(plain_words(statement)))
     features = {
         "bigram_share": (sum(1 for b in pairs if b in evidence.bigrams) / len(pairs)
                          if pairs else 1.0),
         "field_conflicts": float(len(conflicts)),
-        "field_matches": float(matches),
         "similarity": similarity,
-        "coverage": coverage,
-        "local_coverage": local,
-        "local_facts": local_facts,
         "missing_names": float(len(missing_names)),
         "missing_numbers": float(len(missing_numbers)),
-        "missing_word_weight": _weighted(missing_words, rarity),
         "log_tokens": math.log1p(len(tokens)),
         "change_similarity": change_similarity,
     }
     return StatementEvidence(
         features, similarity, conflicts,
-        tuple(t.text for t in (*missing_names, *missing_numbers)), coverage, tuple(changed))
+        tuple(t.text for t in (*missing_names, *missing_numbers)), tuple(changed))
 
 
-def _fields(statement: str, tokens: Sequence[Token], evidence: Evidence
-            ) -> tuple[tuple[str, ...], int]:
-    """The structured context's yes / no fields whose key the statement names: those it
-    contradicts ("offers outdoor seating" where "Outdoor Seating: no"), and how many
-    it agrees with. A clause names a key when it holds the key's last word and half of
-    its words ("reservations" names "Restaurants Reservations"); it is read for
-    negation."""
+def _fields(statement: str, tokens: Sequence[Token], evidence: Evidence) -> tuple[str, ...]:
+    """The structured context's yes / no fields the statement contradicts ("offers
+    outdoor seating" where "Outdoor Seating: no"). A clause names a key when it holds
+    the key's last word and half of its words ("reservations" names "Restaurants
+    Reservations"); it is read for negation."""
     if not evidence.fields:
-        return (), 0
+        return ()
     by_clause = [({t.key for t in group}, text)
                  for group, text in zip(clause_groups(statement, tokens),
                                         _clause_texts(statement, tokens), strict=False)]
     conflicts: list[str] = []
-    matches = 0
     for keys, yes in evidence.fields:
         for clause_keys, text in by_clause:
             if keys[-1] in clause_keys and 2 * len(clause_keys.intersection(keys)) >= len(keys):
                 if is_negated(text) == yes:
                     conflicts.append(" ".join(keys) + (": yes" if yes else ": no"))
-                else:
-                    matches += 1
                 break
-    return tuple(dict.fromkeys(conflicts)), matches
+    return tuple(dict.fromkeys(conflicts))
 
 
 def _clause_texts(statement: str, tokens: Sequence[Token]) -> list[str]:
@@ -189,91 +160,3 @@ def _clause_texts(statement: str, tokens: Sequence[Token]) -> list[str]:
         end = groups[i + 1][0].start if i + 1 < len(groups) else len(statement)
         texts.append(statement[start:end])
     return texts
-
-
-def _local_coverage(tokens: Sequence[Token], evidence: Evidence, rarity: RarityFn
-                    ) -> tuple[float, float]:
-    """The weighted share of the statement's tokens held by the one context sentence
-    (or pair of neighbours) that holds most of them, and the share of its names and
-    numbers held there: facts that are all in the context, but not together, are
-    often related wrongly."""
-    total = _weighted(tokens, rarity)
-    facts = [t for t in tokens if t.kind is not Kind.WORD]
-    if not total or not evidence.sentences:
-        return 1.0, 1.0
-    held = [[t in s.vocabulary for t in tokens] for s in evidence.sentences]
-    best, best_facts = 0.0, 0.0
-    for i in range(len(held)):
-        rows = [held[i]] if i == 0 else [held[i], [a or b for a, b in
-                                                   zip(held[i - 1], held[i], strict=True)]]
-        for row in rows:
-            share = sum(weight(t, rarity) for t, h in zip(tokens, row, strict=True) if h) / total
-            fact_share = (sum(1 for t, h in zip(tokens, row, strict=True)
-                              if h and t.kind is not Kind.WORD) / len(facts)) if facts else 1.0
-            best = max(best, share)
-            best_facts = max(best_facts, fact_share)
-    return best, best_facts
-
-
-# An answer of this many statements or more is read as a whole: its word overlap
-# leads; below it, its statements' supports and their evidence do (fitted per part:
-# the development data's long answers are ranked by word overlap better than by
-# anything measured per statement).
-MULTI_STATEMENTS = 3
-# Measurements that count only for answers of fewer statements ("<name>_single").
-SINGLE = ("mean_support", "mean_similarity")
-# What the answer model reads (docs/methods.md has what was tried and left out).
-ANSWER_FEATURES = (
-    "word_overlap", "word_overlap_multi", "multi", "mean_support",
-    "mean_support_within_multi", "missing_facts", *(f"{name}_single" for name in SINGLE),
-)
-
-
-def answer_evidence(statements: Sequence[str], features: Sequence[Mapping[str, float]],
-                    evidence: Evidence, answer: str, passage_words: frozenset[str]
-                    ) -> dict[str, float]:
-    """The answer's evidence as a whole: what the context holds of all its words
-    together (one invented phrase in a long answer moves a mean of supports little;
-    the answer's score should move more). ``word_overlap`` is the share of the raw
-    ``answer``'s distinct content words found among ``passage_words`` (the passages'
-    words as written): the baseline every judge is measured against, read by the fit
-    beside everything else. ``with_supports`` adds its statements' supports."""
-    sentences = [f for f in features if "local_coverage" in f]
-    own = set(plain_words(answer))
-    overlap = len(own & passage_words) / len(own) if own else 0.0
-    multi = float(len(features) >= MULTI_STATEMENTS)
-    return {
-        "word_overlap": overlap,
-        "word_overlap_multi": overlap * multi,
-        "multi": multi,
-        "missing_facts": math.log1p(sum(f["missing_names"] + f["missing_numbers"]
-                                        for f in sentences)),
-        # A changed word barely moves a sentence's embedding: its closeness is then
-        # only that of the words swapped.
-        "mean_similarity": float(np.mean([min(f["similarity"], f["change_similarity"])
-                                          for f in sentences])) if sentences else 1.0,
-        # Statements the context holds word for word (a short answer: as written).
-        "verbatim_share": sum(1 for s in statements if (wanted := folded(s).strip(" .!?。"))
-                              and wanted in evidence.flat) / max(1, len(statements)),
-    }
-
-
-def copied(whole: Mapping[str, float], short: bool) -> bool:
-    """Whether every statement of the answer is a sentence the context holds word for
-    word: each is then supported by definition (the paper's faithfulness is 1), not by
-    a fitted estimate. Not a short answer: a name or number copied from the context may
-    still be the answer to another question than the one asked."""
-    return not short and whole["verbatim_share"] == 1.0
-
-
-def with_supports(answer: Mapping[str, float], supports: Sequence[float],
-                  within: Sequence[float]) -> dict[str, float]:
-    """The answer's evidence, its statements' fitted supports, and the measurements
-    that count for answers of few statements only. ``within``: the supports by the
-    statement model fitted within each data set, read for answers of many statements
-    only (for one, the pooled model reads a wrong number or name better)."""
-    support = np.asarray(supports, dtype=np.float64)
-    out = {**answer, "mean_support": float(support.mean()),
-           "mean_support_within_multi": float(np.mean(within)) * answer["multi"]
-           if within else 0.0}
-    return out | {f"{name}_single": out[name] * (1.0 - out["multi"]) for name in SINGLE}

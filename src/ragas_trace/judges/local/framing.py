@@ -1,8 +1,5 @@
-"""Short answers read in the question's frame.
-
-The paper's statement step reads the question and the answer together: to "What year
-did the bridge open?" the answer "1931" states that the bridge opened in 1931. So a
-short answer is one statement, shown as "question: answer", and it is grounded when
+"""The built-in checker's measurements of a short answer read in the question's frame
+("question: answer", ``statements.read_answer``): it is grounded when
 the context holds the answer's facts in a sentence that also answers the question:
 the answer's tokens must be there, and that sentence must be (about) the context's
 best match for the question, by embedding and by the question's own terms. Within
@@ -42,33 +39,23 @@ from ragas_trace.judges.local.lexicon import (
     capitalises_nouns,
     expectations,
 )
-from ragas_trace.judges.local.negation import is_negated
 from ragas_trace.judges.local.tokens import (
     Kind,
     RarityFn,
     Token,
     Vocabulary,
     content_tokens,
-    counted,
     fold_accents,
     normalise,
     spelled_out,
     weight,
 )
 
-SHORT_WORDS = 6  # a Latin-script answer of at most this many words and no full stop
-SHORT_CJK_CHARS = 24
-SENTENCE_WORDS = 4  # as many words or more, ending in a full stop: a sentence
-SENTENCE_CJK_CHARS = 8
 _CJK = re.compile(r"[\u3400-\u9fff]")
-_SENTENCE_END = re.compile(r"[.!?。！？]\s+\S")
 FRAME_LEXICAL = 0.5  # weight of the question's terms against the embedding's cosine
 # The embedding model is English-trained: on Chinese its cosines are mostly noise, so
 # there the question's own terms decide.
 FRAME_LEXICAL_CJK = 1.5
-# Near the answer: a sentence often holds several facts ("from Denmark ... who, under
-# their leader Rollo, ..."); the one the question asks about sits among its terms.
-WINDOW_TOKENS, WINDOW_TOKENS_CJK = 6, 12
 # The answer's slot: distances in content tokens to the question's terms decay as
 # 1 / (1 + (d - 1) / tau), relative to another name or number of its kind in the
 # same sentence.
@@ -79,8 +66,8 @@ _PHRASE_MARK = re.compile(r"[,;:()\[\]—–，、；：（）]")
 
 
 SHORT_FEATURES = (
-    "coverage", "missing_facts", "missing_word_weight", "verbatim", "held", "frame",
-    "nearness", "slot", "kind_fit", "echoes", "log_tokens",
+    "coverage", "missing_facts", "missing_word_weight", "verbatim", "frame", "slot",
+    "kind_fit", "echoes", "log_tokens",
 )
 
 
@@ -88,24 +75,6 @@ SHORT_FEATURES = (
 class FramedSupport:
     features: dict[str, float]  # the evidence, for the fitted short-answer model
     reason: str
-
-
-def is_short(answer: str) -> bool:
-    """A bare entity, number, date or phrase rather than a sentence of its own."""
-    text = answer.strip()
-    if not text or _SENTENCE_END.search(text):
-        return False
-    if _CJK.search(text):
-        # "长城主要是为了抵御入侵而修建的。" is a sentence; "1923年" a bare answer.
-        return len(text) <= SHORT_CJK_CHARS and not (
-            text.endswith(("。", "！", "？")) and len(text) >= SENTENCE_CJK_CHARS)
-    words = len(text.split())
-    # "Seawater freezes at -2 °C." is a sentence of its own, "Paris." a bare answer.
-    return words <= SHORT_WORDS and not (words >= SENTENCE_WORDS and text.endswith("."))
-
-
-def framed_statement(question: str, answer: str) -> str:
-    return f"{question.strip().rstrip('?？ ')}: {answer.strip()}"
 
 
 def _share(tokens: list[Token], vocabulary: Vocabulary, weigh: Callable[[Token], float]
@@ -193,25 +162,22 @@ def framed_support(question: str, q_vector: Vectors, answer: str, evidence: Evid
     base = {"coverage": coverage, "missing_facts": float(len(missing_facts)),
             "missing_word_weight": sum(by_rarity(t) for t in missing
                                        if t.kind is Kind.WORD),
-            "verbatim": float(_verbatim(answer, answer_tokens, evidence)),
+            "verbatim": float(_verbatim(answer, evidence)),
             "log_tokens": math.log1p(len(answer_tokens))}
     if not holding:
-        return FramedSupport(base | {"held": 0.0, "frame": 0.0, "nearness": 0.0,
-                                     "slot": 0.0, "kind_fit": 1.0, "echoes": 0.0},
+        return FramedSupport(base | {"frame": 0.0, "slot": 0.0, "kind_fit": 1.0,
+                                     "echoes": 0.0},
                              "the answer's words are not together in any context "
                              "sentence")
     at = max(holding, key=frames.__getitem__)
-    nearness = _nearness(evidence.sentences[at], answer_keys, question_tokens, specific,
-                         WINDOW_TOKENS_CJK if cjk else WINDOW_TOKENS)
     slot, rival = _slot(evidence.sentences[at], answer_tokens, asked, question_tokens,
                         specific, SLOT_TAU_CJK if cjk else SLOT_TAU)
     kind_fit, unlike = _kind_fit(kinds, answer_tokens, answer)
     echoes = alternatives(question) is None and all(t.key in asked.keys for t in answer_tokens)
-    features = base | {"held": 1.0, "frame": frames[at], "nearness": nearness, "slot": slot,
-                       "kind_fit": float(kind_fit), "echoes": float(echoes)}
+    features = base | {"frame": frames[at], "slot": slot, "kind_fit": float(kind_fit),
+                       "echoes": float(echoes)}
     parts = [f"read with the question; the context sentence holding it matches the "
-             f"question {frames[at]:.2f}; "
-             f"{nearness:.0%} of the question's terms found there are near the answer"]
+             f"question {frames[at]:.2f}"]
     if echoes:
         parts.append("the answer only repeats the question's own terms")
     if unlike:
@@ -226,50 +192,12 @@ def framed_support(question: str, q_vector: Vectors, answer: str, evidence: Evid
     return FramedSupport(features, "; ".join(parts))
 
 
-def _verbatim(answer: str, answer_tokens: list[Token], evidence: Evidence) -> bool:
+def _verbatim(answer: str, evidence: Evidence) -> bool:
     """Whether the answer, as written (case and spacing aside), is a span of the
-    context; or, where it holds a count, whether its content words stand in that order
-    in a context sentence with the count written another way ("2 years" in "a
-    two-year warranty", "3 hours" in "about three hours")."""
+    context."""
     wanted = " ".join(fold_accents(normalise(answer)).strip(" .!?。").split())
-    if not wanted:
-        return False
-    if any(wanted in " ".join(fold_accents(normalise(s.text)).split())
-           for s in evidence.sentences):
-        return True
-    keys = [_count_or_key(t) for t in answer_tokens]
-    if not any(t.kind is Kind.NUMBER or counted(t) for t in answer_tokens) \
-            or is_negated(answer):
-        return False
-    n = len(keys)
-    for s in evidence.sentences:
-        own = [_count_or_key(t) for t in s.tokens]
-        if any(own[i:i + n] == keys for i in range(len(own) - n + 1)):
-            return True
-    return False
-
-
-def _count_or_key(token: Token) -> str:
-    return counted(token) or token.key
-
-
-def _nearness(sentence: ContextSentence, answer_keys: set[str], question_tokens: list[Token],
-              weigh: Callable[[Token], float], window: int) -> float:
-    """Of the question's terms in the sentence, the weighted share that stand within
-    ``window`` content tokens of the answer's own tokens there (1.0 when the sentence
-    has none of them: nothing to tell the facts apart)."""
-    tokens = sentence.tokens
-    at = [i for i, t in enumerate(tokens) if t.key in answer_keys]
-    wanted = {t.key: weigh(t) for t in question_tokens}
-    distance: dict[str, int] = {}
-    for i, t in enumerate(tokens):
-        if t.key in wanted and at:
-            distance[t.key] = min(distance.get(t.key, len(tokens)),
-                                  min(abs(i - j) for j in at))
-    total = sum(wanted[k] for k in distance)
-    if not total:
-        return 1.0
-    return sum(wanted[k] for k, d in distance.items() if d <= window) / total
+    return bool(wanted) and any(wanted in " ".join(fold_accents(normalise(s.text)).split())
+                                for s in evidence.sentences)
 
 
 def _kind_fit(kinds: frozenset[Expects], answer_tokens: list[Token], answer: str

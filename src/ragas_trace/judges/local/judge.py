@@ -1,5 +1,24 @@
 """``LocalJudge``: the three metrics offline, on CPU, with no API key.
 
+Faithfulness runs six stages in order, each a module with one small interface:
+
+1. normalise (``normalise.passages``): each passage once, JSON through one adapter;
+2. statements (``statements.read_answer``): the answer's ``Statement``s, each saying
+   how it is read (a bare answer in its question's frame; a sentence that opens on a
+   pronoun embedded with the question);
+3. evidence windows (``evidence``, ``windows``): the context's sentences, and those
+   each statement is read against (all of them; in a long context, the few that hold
+   its terms);
+4. check (``checker.Checker``): each statement against its windows, by the built-in
+   checker (``builtin_checker``) or an ONNX model a user brings (``onnx_checker``);
+5. combine and 6. calibrate (``combine``): the statements' checks into the answer's
+   faithfulness.
+
+The other two metrics reuse what they share and nothing else. Answer relevance reads
+the question and the answer only: stage 2's parts of the answer (and its first part
+in the question's frame). Context relevance reads the question and the passages only:
+stages 1 and 3 (the question's own window). Both are scored in ``scoring``.
+
 All texts of a record are embedded in one call (deduplicated, batched), started
 before the context's tokens are prepared so that the two overlap when the embedder
 has worker threads. Records are scored on the judge's own worker threads, so that
@@ -22,45 +41,22 @@ from pathlib import Path
 import numpy as np
 
 from ragas_trace._internal_errors import record_internal_error
-from ragas_trace.judges.local.checker import Checker, Statement, Window
-from ragas_trace.judges.local.conventions import answer_parts, clean_line
+from ragas_trace.judges.local.builtin_checker import BuiltinChecker, measure
+from ragas_trace.judges.local.checker import Check, Checker
+from ragas_trace.judges.local.combine import answer_evidence, copied, fitted, mean
 from ragas_trace.judges.local.embedder import MODEL_ID, Embedder, ModelIntegrityError, Vectors
-from ragas_trace.judges.local.evidence import (
-    Evidence,
-    build_evidence,
-    opens_with_pronoun,
-    plain_words,
-    refers_back,
-)
-from ragas_trace.judges.local.features import (
-    StatementEvidence,
-    answer_evidence,
-    copied,
-    statement_evidence,
-    with_supports,
-)
-from ragas_trace.judges.local.framing import (
-    FramedSupport,
-    framed_statement,
-    framed_support,
-    is_short,
-)
-from ragas_trace.judges.local.lexicon import is_noncommittal, question_parts
+from ragas_trace.judges.local.evidence import Context, Evidence, build_evidence
+from ragas_trace.judges.local.lexicon import question_parts
+from ragas_trace.judges.local.normalise import passages
 from ragas_trace.judges.local.scoring import (
     answer_relevance,
     relevance_thresholds,
     sentence_need,
 )
-from ragas_trace.judges.local.structured import flatten_passage
-from ragas_trace.judges.local.support_model import SupportModelError, SupportModels, load_models
+from ragas_trace.judges.local.statements import clean_line, read_answer
+from ragas_trace.judges.local.support_model import SupportModelError, load_models
 from ragas_trace.judges.local.tokens import content_tokens
-from ragas_trace.judges.local.windows import (
-    ALL_SENTENCES,
-    PER_QUESTION,
-    PER_STATEMENT,
-    SentenceIndex,
-    narrowed,
-)
+from ragas_trace.judges.local.windows import choose, narrowed, windows
 from ragas_trace.metrics.sentences import split_sentences
 from ragas_trace.results import (
     ALL_METRICS,
@@ -80,9 +76,6 @@ MAX_ANSWER_CHARS = 50_000
 # took 45 s. Past this it is a pasted document, not a question to score against.
 MAX_QUESTION_CHARS = 20_000
 CHECKER_ENV = "RAGAS_TRACE_LOCAL_CHECKER"
-# A window of the passages a brought checker reads a statement against: consecutive
-# sentences up to about this many words (MiniCheck's chunks are ~400 tokens).
-WINDOW_WORDS = 300
 # A short answer's direction, for its closeness to the question: this much of its
 # vector read in the question's frame ("Who founded Acme: John Doe"), the rest the bare
 # answer's. The
@@ -91,6 +84,11 @@ WINDOW_WORDS = 300
 # 0.1-0.5 on the development pairs outside the holdout (HaluEval's right answers to
 # their own question against another's: AUROC 0.80 bare, 0.88 at 0.3, 0.60 framed).
 FRAMED_WEIGHT = 0.3
+_VecFn = Callable[[str], Vectors]
+# What each limit bounds, in the order of ``LocalJudge``'s, and what is skipped past it.
+_LIMITED = (("context", (Metric.FAITHFULNESS, Metric.CONTEXT_RELEVANCE)),
+            ("answer", (Metric.FAITHFULNESS,)),
+            ("question", (Metric.ANSWER_RELEVANCE, Metric.CONTEXT_RELEVANCE)))
 
 
 class LocalJudge:
@@ -130,13 +128,15 @@ class LocalJudge:
         self._limits = (max_context_chars, max_answer_chars, max_question_chars)
         self._embedder = embedder or Embedder(threads=threads)
         self._checker = _brought_checker(checker if checker is not None
-                                         else os.environ.get(CHECKER_ENV) or None)
+                                         else os.environ.get(CHECKER_ENV) or None) \
+            or BuiltinChecker()
         self._executor: ThreadPoolExecutor | None = None
         self._executor_lock = threading.Lock()
 
     @property
     def name(self) -> str:
-        return f"local:{MODEL_ID}" + (f"+{self._checker.name}" if self._checker else "")
+        brought = not isinstance(self._checker, BuiltinChecker)
+        return f"local:{MODEL_ID}" + (f"+{self._checker.name}" if brought else "")
 
     @property
     def thresholds(self) -> dict[str, float]:
@@ -190,10 +190,10 @@ class LocalJudge:
         """The blocking form of ``evaluate``, for callers outside an event loop."""
         started = time.perf_counter()
         try:
-            # The fitted models serve faithfulness only.
-            models = load_models() if Metric.FAITHFULNESS in metrics else None
+            if Metric.FAITHFULNESS in metrics:
+                load_models()  # the fitted models; unreadable, the record fails here
             scores = _Record(self._embedder, question, contexts, answer, metrics,
-                             self._limits).score(models, self._checker)
+                             self._limits).score(self._checker)
         except (ImportError, ModelIntegrityError, SupportModelError) as exc:
             scores = self._failed(metrics, f"local model unavailable: {exc}")
         except Exception as exc:  # our bug: count it, never invent a score
@@ -212,12 +212,10 @@ class LocalJudge:
         failed = MetricResult.unscored(MetricStatus.FAILED, reason)
         return Scores(judge=self.name, results={m: failed for m in metrics})
 
-_VecFn = Callable[[str], Vectors]
-
 
 @dataclass(frozen=True, slots=True)
 class Measured:
-    """One statement and the evidence measured for it."""
+    """One statement and the evidence the built-in checker measured for it."""
 
     statement: str
     kind: str  # "statement" (a sentence of the answer) or "short" (read with the question)
@@ -226,7 +224,7 @@ class Measured:
 
 
 class _Record:
-    """One record being scored: gathers every text to embed, embeds once, scores."""
+    """One record being scored: runs the stages, embedding every text once."""
 
     def __init__(self, embedder: Embedder, question: str | None, contexts: Sequence[str],
                  answer: str | None, metrics: frozenset[Metric],
@@ -235,73 +233,32 @@ class _Record:
         self.embedder = embedder
         self.question = (question or "").strip()
         self.answer = (answer or "").strip()
-        passages = [contexts] if isinstance(contexts, str) else contexts  # one passage
-        # A passage retrieved twice says nothing twice: each is read once.
-        self.contexts = list(dict.fromkeys(flatten_passage(c) for c in passages
-                                           if isinstance(c, str) and c.strip()))
-        # The passages' words as written (a structured one unflattened).
-        self.passage_words = frozenset(plain_words("\n".join(
-            c for c in passages if isinstance(c, str))))
+        given = passages(contexts)
+        self.contexts, self.passage_words = given.texts, given.words
+        # Over a limit, the metrics that read the text are skipped, with the limit as
+        # the reason (stable wording, no per-record count: reasons are low-cardinality
+        # labels); the rest are scored without the context, the answer's first
+        # characters (the embedding reads the first 256 word pieces anyway), or the
+        # question.
+        over = (sum(len(c) for c in self.contexts) > limits[0], len(self.answer) > limits[1],
+                len(self.question) > limits[2])
         self.skipped: dict[Metric, MetricResult] = {}
-        context_chars = sum(len(c) for c in self.contexts)
-        if context_chars > limits[0]:
-            # Stable wording (no per-record count): reasons are low-cardinality labels.
-            reason = (f"context over the local judge's limit of {limits[0]} characters "
-                      "(max_context_chars)")
-            self.skipped |= {m: MetricResult(None, MetricStatus.SKIPPED, reason)
-                             for m in (Metric.FAITHFULNESS, Metric.CONTEXT_RELEVANCE)}
-            self.contexts = []
-        if len(self.answer) > limits[1]:
-            reason = (f"answer over the local judge's limit of {limits[1]} characters "
-                      "(max_answer_chars)")
-            self.skipped[Metric.FAITHFULNESS] = MetricResult(None, MetricStatus.SKIPPED, reason)
-            # The embedding reads the first 256 word pieces only; so does the rest of
-            # answer relevance, which keeps its time bounded.
-            self.answer = self.answer[:limits[1]]
-        if len(self.question) > limits[2]:
-            reason = (f"question over the local judge's limit of {limits[2]} characters "
-                      "(max_question_chars)")
-            self.skipped |= {m: MetricResult(None, MetricStatus.SKIPPED, reason)
-                             for m in (Metric.ANSWER_RELEVANCE, Metric.CONTEXT_RELEVANCE)}
-            self.question = ""
+        for (what, skips), limit, too_long in zip(_LIMITED, limits, over, strict=True):
+            if too_long:
+                reason = (f"{what} over the local judge's limit of {limit} characters "
+                          f"(max_{what}_chars)")
+                self.skipped |= {m: MetricResult(None, MetricStatus.SKIPPED, reason)
+                                 for m in skips}
+        self.contexts = [] if over[0] else self.contexts
+        self.answer = self.answer[:limits[1]]
+        self.question = "" if over[2] else self.question
         self.requested = metrics
         self.metrics = metrics - self.skipped.keys()
         # The texts build_evidence makes its sentences of, in order.
         self.sentence_texts = [t for c in self.contexts for t in split_sentences(c)]
-        # What the answer asserts, without the wrapping of real LLM answers (markdown,
-        # citations, preambles, sentences about the passages, hedges).
-        parts = answer_parts(self.answer) if self.answer else None
-        claims = parts.statements if parts else []
-        # An evasion: nothing asserted, or every sentence evades (a hedged but
-        # committal "I'm not sure of the day, but it opened in 1889" asserts).
-        self.refusal = bool(self.answer) and not claims and (
-            (parts is not None and parts.evasive) or is_noncommittal(self.answer))
-        self.short = bool(self.question) and bool(claims) and is_short(self.answer)
-        # The answer's statements stand for it in answer relevance too (below), so
-        # that each text is embedded once.
-        self.answer_parts = [clean_line(self.answer)] if self.short else (
-            claims or [self.answer])
-        # Answer relevance reads the question and the answer only (the paper's: it
-        # "does not take into account factuality"). A short answer, or a first
-        # sentence that refers back ("It takes forty minutes.", "Its founder ..."),
-        # lacks the subject the question names: it is also read in the question's
-        # frame ("How long does the crossing take: It takes forty minutes.").
-        first = self.answer_parts[0] if self.question and self.answer_parts else ""
-        self.framed = framed_statement(self.question, first) \
-            if first and (self.short or refers_back(first)) else ""
-        if not claims or Metric.FAITHFULNESS not in self.metrics:
-            self.statements = []
-        elif self.short:
-            self.statements = [framed_statement(self.question, self.answer_parts[0])]
-        else:
-            self.statements = claims
-        # An answer that opens on a pronoun ("It lasts two years.") speaks of what the
-        # question asks about: that statement's vector is read with the question.
-        self.read_as: dict[str, str] = {}
-        if self.question and self.statements and not self.short \
-                and opens_with_pronoun(self.statements[0]):
-            first = self.statements[0]
-            self.read_as[first] = framed_statement(self.question, first)
+        self.reading = read_answer(self.question, self.answer)
+        self.statements = list(self.reading.statements) \
+            if Metric.FAITHFULNESS in self.metrics else []
         self.rarity = embedder.rarity
         compound = question_parts(self.question) \
             if metrics & {Metric.CONTEXT_RELEVANCE, Metric.ANSWER_RELEVANCE} else []
@@ -309,105 +266,73 @@ class _Record:
         # The parts an answer of its own sentences must each answer (a short answer's
         # kind of fact is checked instead: a phrase is near no part on its own). A
         # part of question words only ("When" of "When and where ...") asks nothing.
-        self.asked_parts = [p for p in compound if content_tokens(p)] \
-            if Metric.ANSWER_RELEVANCE in metrics and self.answer and not self.short else []
-        # A long context: each statement (and the question) is read against its own
-        # window of sentences, and only those are embedded (``windows``).
-        self.windows: dict[str, list[int]] | None = None
-        if len(self.sentence_texts) > ALL_SENTENCES:
-            self.evidence = build_evidence(self.contexts)
-            index = SentenceIndex(self.evidence)
-            self.windows = {s: index.best(content_tokens(s), self.rarity, PER_STATEMENT)
-                            for s in self.statements}
-            if self.question:
-                asked = " ".join((self.question, *self.question_parts))
-                self.windows[self.question] = index.best(content_tokens(asked), self.rarity,
-                                                         PER_QUESTION)
+        self.asked_parts = [p for p in compound if content_tokens(p)] if (
+            Metric.ANSWER_RELEVANCE in metrics and self.answer and not self.reading.short) \
+            else []
+        built: list[Evidence] = []  # a long context's evidence, built to choose windows
+
+        def evidence() -> Evidence:
+            built.append(build_evidence(self.contexts))
+            return built[0]
+
+        self.windows = choose(len(self.sentence_texts), evidence,
+                              [s.text for s in self.statements], self.question,
+                              " ".join((self.question, *self.question_parts)), self.rarity)
         self.texts = self._texts_to_embed()
         # The model runs on the embedder's workers (if it has any) while this thread
         # prepares the context's tokens.
         self.pending = embedder.start(self.texts) if self.texts else None
-        if self.windows is None:
-            self.evidence = build_evidence(self.contexts)
+        self.evidence = built[0] if built else build_evidence(self.contexts)
 
-    def _prepare(self) -> tuple[_VecFn, Vectors, FramedSupport | None]:
-        """Wait for the vectors; the context's sentence vectors (all of them, or none
-        when the context is read in windows) and a short or one-sentence answer's
-        reading in the question's frame."""
-        texts = self.texts
+    def _prepare(self) -> Context:
+        """Wait for the vectors: the record's context, ready to read."""
         vectors = self.pending.result() if self.pending else np.zeros((0, 0), np.float32)
-        index = {t: i for i, t in enumerate(texts)}
+        index = {t: i for i, t in enumerate(self.texts)}
 
         def vec(text: str) -> Vectors:
             row: Vectors = vectors[index[text]]
             return row
 
-        sentence_vectors = np.stack([vec(t) for t in self.evidence.texts]) \
-            if self._context_needed() and self.windows is None \
-            else np.zeros((0, 1), np.float32)
-        framed = None
-        if self.short and self.statements and self._context_needed():
-            evidence, own = self._read_against(self.statements[0], vec, sentence_vectors)
-            framed = framed_support(self.question, vec(self.question), self.answer_parts[0],
-                                    evidence, own, self.rarity)
-        return vec, sentence_vectors, framed
+        return Context(self.evidence, vec, self.rarity, self._similarity, self.embedder.knows)
 
-    def _read_against(self, text: str, vec: _VecFn, sentence_vectors: Vectors
-                      ) -> tuple[Evidence, Vectors]:
-        """The context ``text`` is read against, and its sentences' vectors: the whole
-        context, or in a long one the text's window."""
-        if self.windows is None:
-            return self.evidence, sentence_vectors
-        window = self.windows.get(text) or self.windows.get(self.question, [0])
-        return narrowed(self.evidence, window), np.stack(
-            [vec(self.evidence.sentences[i].text) for i in window])
+    def _checks(self, checker: Checker, context: Context) -> list[Check]:
+        """Stage 4: each statement against its windows."""
+        checks = checker.check(self.statements, [
+            windows(self.windows.get(s.text, [0]), context) for s in self.statements])
+        if len(checks) != len(self.statements):
+            raise ValueError(f"checker {checker.name} returned {len(checks)} checks for "
+                             f"{len(self.statements)} statements")
+        return checks
 
     def measure(self) -> tuple[list[Measured], dict[str, float]]:
         """Each statement's measured evidence, as the support models read it (empty
-        when faithfulness has nothing to verify), and the answer's as a whole."""
-        vec, sentence_vectors, framed = self._prepare()
-        measured = self._measured(vec, sentence_vectors, framed)
-        return measured, self._answer_evidence(measured)
+        when faithfulness has nothing to verify), and the answer's as a whole: what
+        ``tools/fit_local_judge.py`` fits on."""
+        context = self._prepare()
+        measured = []
+        if self.statements and self.evidence.sentences:
+            for s in self.statements:
+                features, reason = measure(s, windows(self.windows.get(s.text, [0]), context))
+                if features is not None:
+                    measured.append(Measured(s.text, "short" if s.short else "statement",
+                                             features, reason))
+        return measured, self._answer_evidence([m.features for m in measured])
 
-    def _answer_evidence(self, measured: list[Measured]) -> dict[str, float]:
-        return answer_evidence([m.statement for m in measured] if not self.short
-                               else self.answer_parts, [m.features for m in measured],
-                               self.evidence, self.answer, self.passage_words)
+    def _answer_evidence(self, features: Sequence[dict[str, float]]) -> dict[str, float]:
+        texts = self.reading.parts if self.reading.short else [s.text for s in self.statements]
+        return answer_evidence(texts, features, self.evidence, self.answer, self.passage_words)
 
-    def _measured(self, vec: _VecFn, sentence_vectors: Vectors,
-                  framed: FramedSupport | None) -> list[Measured]:
-        if not self.statements or not self.evidence.sentences:
-            return []
-        if self.short:
-            if framed is None:  # no content token to look for (a bare "yes")
-                return []
-            return [Measured(self.statements[0], "short", framed.features, framed.reason)]
-        units = _with_adjacent_pairs(sentence_vectors)
-        found: list[StatementEvidence] = []
-        for s in self.statements:
-            evidence, own = self._read_against(s, vec, sentence_vectors)
-            found.append(statement_evidence(
-                s, vec(self.read_as.get(s, s)), evidence, units if self.windows is None
-                else _with_adjacent_pairs(own), self.rarity,
-                similarity_of=self._similarity, known=self.embedder.knows))
-        return [Measured(s, "statement", e.features, e.reason())
-                for s, e in zip(self.statements, found, strict=True)]
-
-    def score(self, models: SupportModels | None, checker: Checker | None = None) -> Scores:
-        vec, sentence_vectors, framed = self._prepare()
+    def score(self, checker: Checker) -> Scores:
+        context = self._prepare()
         results: dict[Metric, MetricResult] = {}
         verdicts: tuple[StatementVerdict, ...] = ()
         kept: tuple[str, ...] = ()
-        if Metric.FAITHFULNESS in self.metrics and checker is not None:
-            results[Metric.FAITHFULNESS], verdicts = self._checked(checker)
-        elif Metric.FAITHFULNESS in self.metrics and models is not None:
-            results[Metric.FAITHFULNESS], verdicts = self._faithfulness(
-                self._measured(vec, sentence_vectors, framed), models)
+        if Metric.FAITHFULNESS in self.metrics:
+            results[Metric.FAITHFULNESS], verdicts = self._faithfulness(checker, context)
         if Metric.ANSWER_RELEVANCE in self.metrics:
-            results[Metric.ANSWER_RELEVANCE] = self._answer_relevance(vec)
+            results[Metric.ANSWER_RELEVANCE] = self._answer_relevance(context.vector)
         if Metric.CONTEXT_RELEVANCE in self.metrics:
-            results[Metric.CONTEXT_RELEVANCE], kept = self._context_relevance(
-                vec, sentence_vectors)
+            results[Metric.CONTEXT_RELEVANCE], kept = self._context_relevance(context)
         results |= {m: r for m, r in self.skipped.items() if m in self.requested}
         return Scores(judge="", results=results, statements=verdicts,
                       context_sentences=len(self.evidence.sentences), kept_sentences=kept)
@@ -420,68 +345,50 @@ class _Record:
     def _texts_to_embed(self) -> list[str]:
         wanted: list[str] = []
         if self.question and self.answer and Metric.ANSWER_RELEVANCE in self.metrics:
-            wanted += [self.question, *self.answer_parts, self.framed, *self.asked_parts]
+            wanted += [self.question, *self.reading.parts, self.reading.framed,
+                       *self.asked_parts]
         if self._context_needed():
-            sentences = self.sentence_texts if self.windows is None else [
-                self.sentence_texts[i] for i in sorted({i for w in self.windows.values()
-                                                        for i in w})]
-            wanted += [self.question, *self.question_parts, *self.statements,
-                       *self.read_as.values(), *sentences]
+            read = sorted({i for w in self.windows.values() for i in w})
+            wanted += [self.question, *self.question_parts,
+                       *(s.text for s in self.statements),
+                       *(s.read_as for s in self.statements),
+                       *(self.sentence_texts[i] for i in read)]
         return list(dict.fromkeys(t for t in wanted if t))
 
-    def _faithfulness(self, measured: list[Measured], models: SupportModels
+    def _faithfulness(self, checker: Checker, context: Context
                       ) -> tuple[MetricResult, tuple[StatementVerdict, ...]]:
-        """The fitted probability that the answer holds no unsupported statement, read
-        from its statements' fitted supports and its evidence as a whole (the share of
-        its words the context holds among them), leaning toward that share
-        (``SupportModels.faithfulness``). Each statement's verdict is its own support
-        cut at one half."""
+        """Stages 4 to 6. The built-in checker's statements combine as fitted (each
+        verdict its own support cut at one half); a brought checker's by their mean,
+        as Ragas's HHEM variant has it."""
         if not self.answer:
             return MetricResult.unscored(MetricStatus.NO_ANSWER), ()
         if not self.evidence.sentences:
             return MetricResult.unscored(MetricStatus.NO_CONTEXT), ()
-        if not measured:
-            reason = "the answer declines to answer" if self.refusal else \
-                "the answer states nothing the context could support"
-            return MetricResult.unscored(MetricStatus.NO_STATEMENTS, reason), ()
-        whole = self._answer_evidence(measured)
-        if copied(whole, self.short):
-            return MetricResult.scored(1.0), tuple(
-                StatementVerdict(m.statement, True, "word for word in the context")
-                for m in measured)
-        degrees = [(models.short if m.kind == "short" else models.statement)
-                   .probability(m.features) for m in measured]
-        within = [models.statement_within.probability(m.features)
-                  for m in measured if m.kind == "statement"]
-        verdicts = tuple(StatementVerdict(m.statement, d >= 0.5, f"support {d:.2f}: {m.reason}")
-                         for m, d in zip(measured, degrees, strict=True))
-        answer = with_supports(whole, degrees, within)
-        return MetricResult.scored(models.faithfulness(answer)), verdicts
-
-    def _checked(self, checker: Checker) -> tuple[MetricResult, tuple[StatementVerdict, ...]]:
-        """Faithfulness by a brought checker: each statement against windows of the
-        passages (in a long context, of its own sentences), the mean probability."""
-        if not self.answer:
-            return MetricResult.unscored(MetricStatus.NO_ANSWER), ()
-        if not self.evidence.sentences:
-            return MetricResult.unscored(MetricStatus.NO_CONTEXT), ()
+        nothing = MetricResult.unscored(
+            MetricStatus.NO_STATEMENTS, "the answer declines to answer"
+            if self.reading.declines else "the answer states nothing the context could support")
         if not self.statements:
-            reason = "the answer declines to answer" if self.refusal else \
-                "the answer states nothing the context could support"
-            return MetricResult.unscored(MetricStatus.NO_STATEMENTS, reason), ()
-        windows = [_windows([self.sentence_texts[i] for i in self.windows[s]]
-                            if self.windows is not None else self.sentence_texts)
-                   for s in self.statements]
-        checks = checker.check([Statement(s) for s in self.statements], windows)
-        if len(checks) != len(self.statements):
-            raise ValueError(f"checker {checker.name} returned {len(checks)} checks for "
-                             f"{len(self.statements)} statements")
-        verdicts = tuple(StatementVerdict(s, c.probability >= 0.5,
-                                          f"{checker.name} support {c.probability:.2f}"
-                                          + (f": {c.evidence[:160]}" if c.evidence else ""))
-                         for s, c in zip(self.statements, checks, strict=True))
-        value = sum(min(1.0, max(0.0, c.probability)) for c in checks) / len(checks)
-        return MetricResult.scored(value), verdicts
+            return nothing, ()
+        checks = self._checks(checker, context)
+        if not isinstance(checker, BuiltinChecker):
+            return MetricResult.scored(mean(checks)), tuple(
+                StatementVerdict(s.text, c.probability >= 0.5,
+                                 f"{checker.name} support {c.probability:.2f}"
+                                 + (f": {c.evidence[:160]}" if c.evidence else ""))
+                for s, c in zip(self.statements, checks, strict=True))
+        pairs = [(s, c) for s, c in zip(self.statements, checks, strict=True) if c.features]
+        if not pairs:
+            return nothing, ()
+        statements, checked = [s for s, _ in pairs], [c for _, c in pairs]
+        whole = self._answer_evidence([dict(c.features) for c in checked])
+        if copied(whole, self.reading.short):
+            return MetricResult.scored(1.0), tuple(
+                StatementVerdict(s.text, True, "word for word in the context")
+                for s in statements)
+        verdicts = tuple(StatementVerdict(s.text, c.probability >= 0.5,
+                                          f"support {c.probability:.2f}: {c.evidence}")
+                         for s, c in pairs)
+        return MetricResult.scored(fitted(statements, checked, whole, load_models())), verdicts
 
     def _similarity(self, first: str, second: str) -> float:
         """Cosine of two short texts found only while scoring (a second, small call
@@ -495,12 +402,12 @@ class _Record:
             return MetricResult.unscored(MetricStatus.NO_QUESTION)
         if not self.answer:
             return MetricResult.unscored(MetricStatus.NO_ANSWER)
-        if self.refusal:
+        if self.reading.declines:
             return MetricResult(0.0, MetricStatus.SCORED, "noncommittal answer")
         similarity = float(vec(self.question) @ self._answer_vector(vec))
         # Markup is no content: a list's "1." or a citation's "[2]" adds nothing.
         plain = "\n".join(clean_line(line) for line in self.answer.splitlines())
-        answered = [(part, max(float(vec(part) @ vec(s)) for s in self.answer_parts))
+        answered = [(part, max(float(vec(part) @ vec(s)) for s in self.reading.parts))
                     for part in self.asked_parts]
         value, reason = answer_relevance(self.question, similarity, plain, self.rarity,
                                          answered)
@@ -511,24 +418,24 @@ class _Record:
         paper averages over questions generated from the answer, so each of its
         statements counts alike, however long the answer (one embedding of the
         whole would read its first 256 word pieces only)."""
-        parts = [vec(part) for part in self.answer_parts]
-        if self.framed:
-            parts[0] = FRAMED_WEIGHT * vec(self.framed) + (1 - FRAMED_WEIGHT) * parts[0]
+        parts = [vec(part) for part in self.reading.parts]
+        if self.reading.framed:
+            parts[0] = FRAMED_WEIGHT * vec(self.reading.framed) + (1 - FRAMED_WEIGHT) * parts[0]
         total = np.sum(parts, axis=0)
         result: Vectors = total / max(float(np.linalg.norm(total)), 1e-12)
         return result
 
-    def _context_relevance(self, vec: _VecFn, sentence_vectors: Vectors
-                           ) -> tuple[MetricResult, tuple[str, ...]]:
+    def _context_relevance(self, context: Context) -> tuple[MetricResult, tuple[str, ...]]:
         if not self.question:
             return MetricResult.unscored(MetricStatus.NO_QUESTION), ()
         if not self.evidence.sentences:
             return MetricResult.unscored(MetricStatus.NO_CONTEXT), ()
-        questions = [(q, vec(q)) for q in (self.question, *self.question_parts)]
+        questions = [(q, context.vector(q)) for q in (self.question, *self.question_parts)]
         # In a long context only the question's window is scored: the sentences that
         # hold none of its terms count as not needed.
-        evidence, vectors = self._read_against(self.question, vec, sentence_vectors)
-        needs = sentence_need(questions, evidence, vectors, self.rarity)
+        window = self.windows.get(self.question, [0])
+        evidence = narrowed(self.evidence, window)
+        needs = sentence_need(questions, evidence, context.vectors(window), self.rarity)
         kept = tuple(s for s, n in zip(evidence.texts, needs, strict=True) if n >= 0.5)
         return MetricResult.scored(float(sum(needs)) / len(self.evidence.sentences)), kept
 
@@ -544,30 +451,3 @@ def _brought_checker(spec: Checker | str | os.PathLike[str] | None) -> Checker |
         return OnnxChecker.from_directory(Path(spec))
     raise ValueError(f"checker: expected a Checker or a model directory, got "
                      f"{type(spec).__name__}")
-
-
-def _windows(sentences: Sequence[str]) -> list[Window]:
-    """Consecutive sentences joined up to about ``WINDOW_WORDS`` words each."""
-    out: list[Window] = []
-    current: list[str] = []
-    words = 0
-    for sentence in sentences:
-        n = len(sentence.split())
-        if current and words + n > WINDOW_WORDS:
-            out.append(Window(" ".join(current)))
-            current, words = [], 0
-        current.append(sentence)
-        words += n
-    if current:
-        out.append(Window(" ".join(current)))
-    return out
-
-
-def _with_adjacent_pairs(vectors: Vectors) -> Vectors:
-    """Sentence vectors plus one vector per pair of neighbours (normalised sum), since
-    one answer sentence often summarises two context sentences."""
-    if len(vectors) < 2:
-        return vectors
-    pairs = vectors[:-1] + vectors[1:]
-    pairs /= np.clip(np.linalg.norm(pairs, axis=1, keepdims=True), 1e-12, None)
-    return np.concatenate([vectors, pairs])

@@ -99,7 +99,8 @@ class SupportModels:
 
 @cache
 def load_models(path: Path = MODEL_FILE) -> SupportModels:
-    from ragas_trace.judges.local.features import ANSWER_FEATURES, STATEMENT_FEATURES
+    from ragas_trace.judges.local.combine import ANSWER_FEATURES
+    from ragas_trace.judges.local.features import STATEMENT_FEATURES
     from ragas_trace.judges.local.framing import SHORT_FEATURES
 
     try:

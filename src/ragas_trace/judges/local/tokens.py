@@ -385,6 +385,21 @@ def _has_prefix(ordered: list[str], prefix: str) -> bool:
 RarityFn = Callable[[str], float]
 
 
+def folded(text: str) -> str:
+    """Case, accents and spacing folded: two texts that differ only in those match."""
+    return " ".join(fold_accents(normalise(text)).split())
+
+
+_PLAIN = re.compile(r"[\u3400-\u9fff]|[^\W_]+")
+
+
+def plain_words(text: str) -> list[str]:
+    """Content words as written, case folded, no stemming (CJK: characters): the
+    exact wording an answer copies or departs from."""
+    return [w for w in (m.group(0).casefold() for m in _PLAIN.finditer(text))
+            if w not in STOPWORDS]
+
+
 def weight(token: Token, rarity: RarityFn) -> float:
     """How much a token matters as a fact: numbers and names fully, words by rarity."""
     if token.kind is not Kind.WORD:

@@ -1,5 +1,7 @@
-"""Evidence windows: the few context sentences a statement is read against when the
-context is long.
+"""The windows stage: the context sentences each statement (and the question) is read
+against, as ``Window``s of consecutive sentences (``windows``).
+
+Up to ``ALL_SENTENCES`` sentences, every statement is read against all of them.
 
 Reading every statement against every sentence costs their product; an answer of a
 hundred statements over a context of a thousand sentences would take minutes. Past
@@ -15,10 +17,11 @@ from __future__ import annotations
 import dataclasses
 import heapq
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
-from ragas_trace.judges.local.evidence import Evidence
-from ragas_trace.judges.local.tokens import RarityFn, Token, weight
+from ragas_trace.judges.local.checker import Window
+from ragas_trace.judges.local.evidence import Context, Evidence
+from ragas_trace.judges.local.tokens import RarityFn, Token, content_tokens, weight
 
 # Up to this many sentences every statement is read against all of them: the
 # development data's contexts mostly (RAGTruth articles: 90 % under 58).
@@ -27,6 +30,47 @@ PER_STATEMENT = 6  # sentences a statement is read against, besides their neighb
 PER_QUESTION = 24  # sentences scored for context relevance in a long context
 # Sentences scored for a key held by more than this many (``best``).
 MOST_POSTINGS = 256
+# A window is consecutive sentences up to about this many words (MiniCheck's chunks
+# are ~400 tokens); a brought checker reads each, the built-in one all of them.
+WINDOW_WORDS = 300
+
+
+def choose(sentences: int, evidence: Callable[[], Evidence], statements: Sequence[str],
+           question: str, asked: str, rarity: RarityFn) -> dict[str, list[int]]:
+    """The indices of the sentences each statement, and the question (by the terms of
+    ``asked``: it and its parts), is read against. A long context's ``evidence`` is
+    built here: the windows say which of its sentences to embed."""
+    if sentences <= ALL_SENTENCES:
+        every = list(range(sentences))
+        return {key: every for key in [*statements, *([question] if question else [])]}
+    index = SentenceIndex(evidence())
+    out = {s: index.best(content_tokens(s), rarity, PER_STATEMENT) for s in statements}
+    if question:
+        out[question] = index.best(content_tokens(asked), rarity, PER_QUESTION)
+    return out
+
+
+def windows(indices: Sequence[int], context: Context) -> list[Window]:
+    """The sentences at ``indices`` as windows of consecutive ones, up to about
+    ``WINDOW_WORDS`` words each."""
+    out: list[Window] = []
+    current: list[int] = []
+    words = 0
+    for i in indices:
+        n = len(context.evidence.sentences[i].text.split())
+        if current and words + n > WINDOW_WORDS:
+            out.append(_window(current, context))
+            current, words = [], 0
+        current.append(i)
+        words += n
+    if current:
+        out.append(_window(current, context))
+    return out
+
+
+def _window(indices: list[int], context: Context) -> Window:
+    return Window(" ".join(context.evidence.sentences[i].text for i in indices),
+                  tuple(indices), context)
 
 
 class SentenceIndex:

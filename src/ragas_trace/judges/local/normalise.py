@@ -1,20 +1,40 @@
-"""Structured passages (a JSON record, as data-to-text apps retrieve) read as
-sentences: one "parent / key: value." line per field, camelCase keys split into
-words, booleans as yes / no, and "17:0" times written "17:00", so that
-the answer's words and numbers can be looked up in them as in prose."""
+"""The normalise stage: the passages as the later stages read them (``passages``):
+each once, and a structured one (a JSON record, as data-to-text apps retrieve) read as
+sentences through one adapter (``flatten_passage``): one "parent / key: value." line
+per field, camelCase keys split into words, booleans as yes / no, and "17:0" times
+written "17:00", so that the answer's words and numbers can be looked up in them as in
+prose."""
 
 from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 from typing import Any
+
+from ragas_trace.judges.local.tokens import plain_words
 
 MAX_STRUCTURED_CHARS = 200_000  # larger: read as text, not parsed
 # Not between two halves of two letters: "WiFi" is one word, "OutdoorSeating" two.
 _CAMEL = re.compile(r"(?<=[a-z])(?<!\b[A-Z][a-z])(?=[A-Z])|(?<=[a-z])(?=[A-Z][a-z]{2})"
                     r"|(?<=[A-Z])(?=[A-Z][a-z])")
 _SHORT_MINUTES = re.compile(r"\b(\d{1,2}):(\d)\b")
+
+
+@dataclass(frozen=True, slots=True)
+class Passages:
+    texts: list[str]  # each passage once, a structured one as lines of "key: value."
+    words: frozenset[str]  # the passages' words as written (a structured one unflattened)
+
+
+def passages(contexts: Sequence[str] | str) -> Passages:
+    """The record's passages: blank ones dropped, and one retrieved twice read once
+    (it says nothing twice)."""
+    given = [contexts] if isinstance(contexts, str) else [c for c in contexts
+                                                          if isinstance(c, str)]
+    return Passages(list(dict.fromkeys(flatten_passage(c) for c in given if c.strip())),
+                    frozenset(plain_words("\n".join(given))))
 
 
 def flatten_passage(passage: str) -> str:

@@ -1,12 +1,18 @@
-"""What real LLM answers wrap their statements in, removed before the statements are
-judged: markdown (headings, list markers, emphasis), citations of the passages
-("[2]", "(Passage 3)"), lead-ins about the passages ("Based on the provided
-passages, ..."), sentences about the answer or the passages themselves ("Here is a
-summary:", "I hope this helps", "The passages do not mention ...") and hedges in
-front of a substantive answer ("I'm not certain, but ...").
+"""The statements stage: the answer, read with its question, as the ``Statement``s
+faithfulness checks and the parts answer relevance reads (``read_answer``).
+
+What real LLM answers wrap their statements in is removed before they are judged:
+markdown (headings, list markers, emphasis), citations of the passages ("[2]",
+"(Passage 3)"), lead-ins about the passages ("Based on the provided passages, ..."),
+sentences about the answer or the passages themselves ("Here is a summary:", "I hope
+this helps", "The passages do not mention ...") and hedges in front of a substantive
+answer ("I'm not certain, but ...").
 
 None of these is a statement about the world for the context to support: the
 paper's first step, an LLM listing the answer's statements, leaves them out too.
+The paper's statement step also reads the question with the answer: to "What year
+did the bridge open?" the answer "1931" states that the bridge opened in 1931, so a
+short answer is one statement, "question: answer", checked in the question's frame.
 """
 
 from __future__ import annotations
@@ -14,6 +20,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from ragas_trace.judges.local.checker import Statement
 from ragas_trace.judges.local.lexicon import is_noncommittal
 from ragas_trace.judges.local.tokens import content_tokens
 from ragas_trace.metrics.sentences import split_sentences
@@ -68,6 +75,96 @@ _INTRO_COLON = re.compile(r"^(?:here(?:\s+is|\s+are|'s|’s)|below\s+(?:is|are)|
 _SUMMARY_LEAD = re.compile(r"^(?:in\s+summary|to\s+summari[sz]e|overall|in\s+conclusion"
                            r"|in\s+short|in\s+brief)\s*,\s*", re.IGNORECASE)
 MAX_HEADING_WORDS = 6
+SHORT_WORDS = 6  # a Latin-script answer of at most this many words and no full stop
+SHORT_CJK_CHARS = 24
+SENTENCE_WORDS = 4  # as many words or more, ending in a full stop: a sentence
+SENTENCE_CJK_CHARS = 8
+_CJK = re.compile(r"[\u3400-\u9fff]")
+_SENTENCE_END = re.compile(r"[.!?。！？]\s+\S")
+# A sentence that opens with a subject pronoun continues the previous sentence's
+# subject ("Curie won ... . She shared ..."); a possessive opener ("His rival, Gray, ...")
+# does not, since its subject is someone else.
+_SUBJECT_PRONOUN = re.compile(
+    r"^\W*(he|she|it|they|this|these|er|sie|es|dies|diese[rs]?)\b|^\W*[他她它]",
+    re.IGNORECASE)
+# Openers that refer back without making the sentence's subject the previous one's:
+# possessives ("Its founder, ...") and French and Spanish subject pronouns.
+_REFERS_BACK = re.compile(
+    r"^\W*(its|his|her|their|sein[e]?|ihr[e]?|il|elle|ils|elles|son|sa|ses|leur|lo|la|"
+    r"su|sus|él|ella)\b|^\W*其", re.IGNORECASE)
+
+
+@dataclass(frozen=True, slots=True)
+class AnswerReading:
+    """What the statements stage makes of an answer."""
+
+    statements: tuple[Statement, ...]  # what faithfulness checks
+    # The answer's sentences (a short answer: itself, cleaned), which stand for it in
+    # answer relevance, so that each text is embedded once.
+    parts: tuple[str, ...]
+    # The first part read in the question's frame, for answer relevance: a short
+    # answer, or a first sentence that refers back ("It takes forty minutes."), lacks
+    # the subject the question names; "" when it has it.
+    framed: str
+    declines: bool  # nothing asserted, and the answer evades (a refusal)
+
+    @property
+    def short(self) -> bool:
+        return bool(self.statements) and self.statements[0].short
+
+
+def read_answer(question: str, answer: str) -> AnswerReading:
+    """The answer's statements and parts. A bare answer to a question is one statement
+    in the question's frame; an answer whose first sentence opens on a pronoun ("It
+    lasts two years.") speaks of what the question asks about, so that sentence's
+    embedding is read with the question."""
+    parts = answer_parts(answer) if answer else None
+    claims = parts.statements if parts else []
+    # An evasion: nothing asserted, or every sentence evades (a hedged but committal
+    # "I'm not sure of the day, but it opened in 1889" asserts).
+    declines = bool(answer) and not claims and (
+        (parts is not None and parts.evasive) or is_noncommittal(answer))
+    if question and claims and is_short(answer):
+        bare = clean_line(answer)
+        framed = framed_statement(question, bare)
+        return AnswerReading((Statement(framed, short=True, question=question, answer=bare),),
+                             (bare,), framed, declines)
+    statements = [Statement(c) for c in claims]
+    if question and statements and opens_with_pronoun(claims[0]):
+        statements[0] = Statement(claims[0], read_as=framed_statement(question, claims[0]))
+    texts = tuple(claims) or (answer,)
+    first = texts[0] if question else ""
+    framed = framed_statement(question, first) if first and refers_back(first) else ""
+    return AnswerReading(tuple(statements), texts, framed, declines)
+
+
+def is_short(answer: str) -> bool:
+    """A bare entity, number, date or phrase rather than a sentence of its own."""
+    text = answer.strip()
+    if not text or _SENTENCE_END.search(text):
+        return False
+    if _CJK.search(text):
+        # "长城主要是为了抵御入侵而修建的。" is a sentence; "1923年" a bare answer.
+        return len(text) <= SHORT_CJK_CHARS and not (
+            text.endswith(("。", "！", "？")) and len(text) >= SENTENCE_CJK_CHARS)
+    words = len(text.split())
+    # "Seawater freezes at -2 °C." is a sentence of its own, "Paris." a bare answer.
+    return words <= SHORT_WORDS and not (words >= SENTENCE_WORDS and text.endswith("."))
+
+
+def framed_statement(question: str, answer: str) -> str:
+    return f"{question.strip().rstrip('?？ ')}: {answer.strip()}"
+
+
+def opens_with_pronoun(text: str) -> bool:
+    """Whether the sentence's subject is a pronoun ("It lasts two years.")."""
+    return bool(_SUBJECT_PRONOUN.search(text))
+
+
+def refers_back(text: str) -> bool:
+    """Whether the sentence opens on a word that refers to something named before it
+    ("It lasts two years.", "Its founder, ...")."""
+    return opens_with_pronoun(text) or bool(_REFERS_BACK.search(text))
 
 
 @dataclass(frozen=True, slots=True)

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import example, given
 
 from any_text import any_text, scaled
-from ragas_trace.judges.local.conventions import answer_parts, clean_line
+from ragas_trace.judges.local.statements import answer_parts, clean_line
 from ragas_trace.judges.local.tokens import Kind, clause_groups, content_tokens
 from ragas_trace.metrics.sentences import split_sentences
 
