@@ -159,7 +159,7 @@ AGAINST = frozenset({"missing_names", "missing_numbers", "missing_word_weight",
                      "field_conflicts", "missing_facts", "echoes"})
 FOR = frozenset({
     "similarity", "coverage", "bigram_share", "change_similarity", "verbatim", "frame",
-    "slot", "kind_fit", "mean_support", "mean_support_within_multi", "word_overlap",
+    "slot", "kind_fit", "mean_support_within_multi", "word_overlap",
     "word_overlap_multi", *(f"{name}_single" for name in SINGLE)})
 
 

@@ -31,8 +31,8 @@ MULTI_STATEMENTS = 3
 SINGLE = ("mean_support", "mean_similarity")
 # What the answer model reads (docs/methods.md has what was tried and left out).
 ANSWER_FEATURES = (
-    "word_overlap", "word_overlap_multi", "multi", "mean_support",
-    "mean_support_within_multi", "missing_facts", *(f"{name}_single" for name in SINGLE),
+    "word_overlap", "word_overlap_multi", "multi", "mean_support_within_multi",
+    "missing_facts", *(f"{name}_single" for name in SINGLE),
 )
 
 
