@@ -28,7 +28,6 @@ WikiEval's (an incomplete answer is a lower score, not a fail).
 from __future__ import annotations
 
 import argparse
-import hashlib
 import itertools
 import json
 import sys
@@ -38,6 +37,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from fit_local_judge import FOLDS, fold_of
 from judge_data import (
     PUBLIC_PAIRS,
     attributionbench_responses,
@@ -62,7 +62,6 @@ from ragas_trace.judges.local.scoring import (
 from ragas_trace.metrics.sentences import split_sentences
 from ragas_trace.results import Metric
 
-FOLDS = 5
 # The values set by hand before this fit (measured beside it in the file's figures).
 # The fit also set a factor per placeholder word ("someone") to 1, no effect: that
 # rule is gone.
@@ -103,10 +102,6 @@ def balanced_threshold(*sets: tuple[Sequence[float], Sequence[float]]) -> float:
         if accuracy > best:
             best, chosen = accuracy, t
     return chosen
-
-
-def _fold(group: str) -> int:
-    return int(hashlib.sha256(group.encode()).hexdigest(), 16) % FOLDS
 
 
 class Reader:
@@ -273,8 +268,8 @@ def cross_validated(cases: Sequence[Case], value: Value, candidates: Sequence[An
     AUROC over the sets of all cases so scored."""
     scored: list[tuple[Case, float, float]] = []
     for fold in range(FOLDS):
-        train = [c for c in cases if _fold(c.group) != fold]
-        test = [c for c in cases if _fold(c.group) == fold]
+        train = [c for c in cases if fold_of(c.group) != fold]
+        test = [c for c in cases if fold_of(c.group) == fold]
         p = choose(train, value, candidates, hand_set)
         scored += [(c, value(c.good, p), value(c.poor, p)) for c in test]
     kinds = sorted({c.kind for c, _, _ in scored})

@@ -19,8 +19,12 @@ substring searches for a 100,000-character passage) only for a passage whose fir
 
 from __future__ import annotations
 
+import functools
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+from ragas_trace import semconv as sc
 
 MIN_PART = 48
 # A completion shorter than this ("yes", a grade) found in a prompt may be any words.
@@ -28,6 +32,27 @@ MIN_COMPLETION = 16
 MAX_PROMPT_CHARS = 1_000_000
 MAX_PASSAGES = 256
 _SPACE = re.compile(r"(?:\s|\\[nrt])+")
+# The completion an LLM span records.
+COMPLETION = sc.message_key("output", 0, sc.MESSAGE_CONTENT)
+
+
+def recorded_prompt(attrs: Mapping[str, Any], limit: int) -> str:
+    """The text of the input messages an LLM span's attributes record (``limit``: the
+    most its collector records), one per line."""
+    texts: list[str] = []
+    for role, content in _prompt_keys(limit):
+        if role not in attrs:
+            break
+        if type(text := attrs.get(content)) is str:
+            texts.append(text)
+    return "\n".join(texts)
+
+
+@functools.cache
+def _prompt_keys(limit: int) -> tuple[tuple[str, str], ...]:
+    """(role key, content key) of each input message, built once per limit."""
+    return tuple((sc.message_key("input", i, sc.MESSAGE_ROLE),
+                  sc.message_key("input", i, sc.MESSAGE_CONTENT)) for i in range(limit))
 
 
 def normalise(text: str) -> str:

@@ -28,11 +28,6 @@ from ragas_trace.collectors.langchain import _messages
 from ragas_trace.collectors.langchain._runs import Run
 from ragas_trace.collectors.langchain._span_attributes import MAX_MESSAGES
 
-_COMPLETION = sc.message_key("output", 0, sc.MESSAGE_CONTENT)
-# The messages an LLM span records: (role key, content key) of each.
-_PROMPT_KEYS = tuple((sc.message_key("input", i, sc.MESSAGE_ROLE),
-                      sc.message_key("input", i, sc.MESSAGE_CONTENT)) for i in range(MAX_MESSAGES))
-
 
 class Choice:
     """What ``choose`` decided: why every passage counts (``source``, None when not
@@ -88,7 +83,7 @@ def choose(children: Sequence[Run], answer: str | None) -> Choice | None:
     prompt = prompt_text(call)
     others = [(completion, functools.partial(prompt_text, r)) for r in calls
               if r is not call and r.end_ns is not None and r.end_ns <= call.start_ns
-              and type(completion := r.attrs.get(_COMPLETION)) is str]
+              and type(completion := r.attrs.get(_prompt_passages.COMPLETION)) is str]
     found = _prompt_passages.shown_through(prompt, others, texts)
     if not found:
         return Choice(sc.PASSAGES_NOT_IN_PROMPT)
@@ -111,7 +106,7 @@ def answering_call(calls: Sequence[Run], answer: str,
     completion; else the latest that started after one of ``retrievals`` ended."""
     found: Run | None = None
     for run in calls:
-        completion: Any = run.attrs.get(_COMPLETION)
+        completion: Any = run.attrs.get(_prompt_passages.COMPLETION)
         if (type(completion) is str and completion.strip() == answer
                 and (found is None or (run.end_ns or 0) > (found.end_ns or 0))):
             found = run
@@ -133,14 +128,7 @@ def model_calls(children: Sequence[Run]) -> list[Run]:
 def _all_in(retrievals: Sequence[Run], call: Run) -> bool:
     """Whether every retrieval started before ``call`` and every passage of each is,
     verbatim, in the messages its span records."""
-    attrs = call.attrs
-    texts = []
-    for role, content in _PROMPT_KEYS:
-        if role not in attrs:
-            break
-        if type(text := attrs.get(content)) is str:
-            texts.append(text)
-    prompt = "\n".join(texts)
+    prompt = _prompt_passages.recorded_prompt(call.attrs, MAX_MESSAGES)
     for run in retrievals:
         if run.start_ns >= call.start_ns or run.attrs.get(sc.SPAN_KIND) != sc.KIND_RETRIEVER:
             return False

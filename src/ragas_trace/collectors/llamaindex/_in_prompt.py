@@ -23,11 +23,9 @@ from ragas_trace.collectors import _prompt_passages
 from ragas_trace.collectors._attributes import RETRIEVAL_DOCUMENTS_TOTAL
 from ragas_trace.collectors.llamaindex._nodes import LLM, POSTPROCESSOR, RETRIEVER, Node
 
-_COMPLETION = sc.message_key("output", 0, sc.MESSAGE_CONTENT)
 _FIELDS = (sc.DOCUMENT_CONTENT, sc.DOCUMENT_ID, sc.DOCUMENT_SCORE, sc.DOCUMENT_METADATA)
 # The input messages an LLM span records (``message_attributes`` keeps 64 at most).
-_PROMPT_KEYS = tuple((sc.message_key("input", i, sc.MESSAGE_ROLE),
-                      sc.message_key("input", i, sc.MESSAGE_CONTENT)) for i in range(64))
+_MAX_MESSAGES = 64
 
 
 class Choice:
@@ -88,7 +86,7 @@ def choose(nodes: Sequence[Node], answer: str | None) -> Choice | None:
                 where.append((node.attrs or {}, i, prefix))
     others = [(completion, functools.partial(_prompt, n.attrs or {})) for n in calls
               if n is not call and n.ended and n.end_ns <= call.start_ns
-              and type(completion := (n.attrs or {}).get(_COMPLETION)) is str]
+              and type(completion := (n.attrs or {}).get(_prompt_passages.COMPLETION)) is str]
     found = _prompt_passages.shown_through(prompt, others, texts)
     if not found:
         return Choice(sc.PASSAGES_NOT_IN_PROMPT)
@@ -115,7 +113,7 @@ def choose(nodes: Sequence[Node], answer: str | None) -> Choice | None:
 def _answering_call(calls: Sequence[Node], answer: str, groups: Sequence[Node]) -> Node | None:
     found: Node | None = None
     for node in calls:
-        completion = (node.attrs or {}).get(_COMPLETION)
+        completion = (node.attrs or {}).get(_prompt_passages.COMPLETION)
         if (type(completion) is str and completion.strip() == answer
                 and (found is None or node.end_ns > found.end_ns)):
             found = node
@@ -158,11 +156,4 @@ def _contents(attrs: Mapping[str, Any], prefix: str) -> list[str]:
 
 
 def _prompt(attrs: Mapping[str, Any]) -> str:
-    texts: list[str] = []
-    for role, content in _PROMPT_KEYS:
-        if role not in attrs:
-            break
-        text = attrs.get(content)
-        if type(text) is str:
-            texts.append(text)
-    return "\n".join(texts)
+    return _prompt_passages.recorded_prompt(attrs, _MAX_MESSAGES)
