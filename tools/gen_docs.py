@@ -162,8 +162,8 @@ HEADLINE = (
     ("local_judge_speed", "records_per_s_2_threads"),
     ("local_judge_report", "ragtruth (both tasks):auroc"),
     ("local_judge_report", "attributionbench:auroc"),
-    ("shutdown_deadlines", "backend_down_shutdown_s"),
-    ("soak", "app_over_control.rss_mib_per_h"),
+    ("local_judge_report", "answer_relevance:fit_holdout_auroc"),
+    ("shutdown_deadlines", "sigterm_hung_judge_s"),
     ("soak", "unaccounted"),
 )
 
