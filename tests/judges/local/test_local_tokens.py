@@ -149,6 +149,22 @@ def test_expected_answer_types() -> None:
     assert expectations("Where are tickets sold?") == {Expects.PLACE}
 
 
+@pytest.mark.parametrize(("question", "kinds"), [
+    # A relative clause's question word asks nothing; the word left in place does.
+    ("The film starred a nominee, who received a star in what year?", {Expects.NUMBER}),
+    ("The bridge, which was designed by Maja Berg, opened in what year?", {Expects.NUMBER}),
+    ("The man who founded Acme was born where?", {Expects.PLACE}),
+    ("The bridge, which Maja Berg designed, is in which city?", {Expects.NAME}),
+    # The word that opens the question asks, whatever follows it.
+    ("Who was the person who founded Acme?", {Expects.NAME}),
+    ("In what year did the actor who starred in it get a star?", {Expects.NUMBER}),
+    ("What is the population of the city where he was born?", set()),
+    ("Acme was founded by whom?", {Expects.NAME}),
+])
+def test_the_asking_word_not_a_relative_one(question: str, kinds: set[Expects]) -> None:
+    assert expectations(question) == kinds
+
+
 @pytest.mark.parametrize(("answer", "holds_a_place"), [
     ("at the harbour office", True), ("in Oslo", True), ("Oslo", True),
     ("1958", False), ("tickets are cheap", False), ("an apple a day", False)])

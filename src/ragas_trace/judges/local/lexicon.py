@@ -188,14 +188,29 @@ TENS = frozenset("twenty thirty forty fifty sixty seventy eighty ninety".split()
 def expectations(question: str) -> frozenset[Expects]:
     """The answer types a question asks for; several for compound questions ("When was
     it built, and who designed it?"). A question word inside a relative clause ("the
-    city where he was born") asks for nothing: only the first one of each part counts."""
+    city where he was born") asks for nothing: only the asking word of each part
+    counts (``_asking``)."""
     kinds: set[Expects] = set()
     for part in _PART_BREAK.split(question):
-        first = _QUESTION_WORD.search(part)
-        at = first.start() if first else 0
+        at = _asking(part)
         kinds.update(kind for pattern, kind in _EXPECTATIONS
-                     if (m := pattern.search(part)) and m.start() <= at < max(m.end(), at + 1))
+                     if any(m.start() <= at < m.end() for m in pattern.finditer(part)))
     return frozenset(kinds)
+
+
+def _asking(part: str) -> int:
+    """Where the word that asks stands: the first question word that opens the part
+    ("What is the population of the city where ...": "what") or cannot open a
+    relative clause; else the last ("The man who founded it was born where?"), as a
+    question word left in place comes after the clauses ("..., who received a star
+    in what year?": "what", not "who")."""
+    words = list(_QUESTION_WORD.finditer(part))
+    if not words:
+        return 0
+    for m in words:
+        if _OPENING.match(part, 0, m.start()) or m.group(1).casefold() not in _RELATIVE:
+            return m.start()
+    return words[-1].start()
 
 
 # The first of these opens what a question asks ("What is the population of the city
@@ -204,6 +219,15 @@ _QUESTION_WORD = re.compile(
     r"\b(what|which|who|whom|whose|when|where|how|why|wer|wem|wen|wessen|was|wann|wo|woher"
     r"|wie|welche[rsmn]?|warum|qui|que|quoi|quel(?:le)?s?|quand|où|comment|combien|pourquoi"
     r"|quién|qué|cuándo|dónde|cómo|cuánt[oa]s?|cuál|por\s+qué)\b", re.IGNORECASE)
+# Question words that also open relative clauses ("the nominee, who ...", "die Stadt,
+# wo ..."; Spanish writes its interrogatives with accents, its relatives without), and
+# German "was", which inside an English question is the verb.
+_RELATIVE = frozenset("who whom whose which where when was wo welche welcher welches "
+                      "welchem welchen qui que où quand".split())
+# What may stand before a part's opening question word: a preposition ("In what year").
+_OPENING = re.compile(r"\W*(?:(?:in|on|at|for|from|to|of|by|with|during|an|auf|seit|von|à|en"
+                      r"|de|dans|pour|par|avec|depuis|a|con|por|para|desde)\s+)?\W*$",
+                      re.IGNORECASE)
 
 
 # The first option starts at the first letter of a run of word characters and takes
