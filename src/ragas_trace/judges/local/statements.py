@@ -201,10 +201,10 @@ def answer_parts(answer: str) -> AnswerParts:
             evasive = evasive or (bool(_META.search(sentence)) and _says_lacking(sentence))
             continue
         if is_noncommittal(sentence):
-            rest = _HEDGE_BUT.sub("", sentence, count=1) if _HEDGE_BUT.search(sentence) else ""
+            rest = _HEDGE_BUT.sub("", sentence, count=1)  # "I'm not sure, but ..."
             if rest and rest != sentence and len(content_tokens(rest)) >= 2 \
                     and not is_noncommittal(rest):
-                statements.append(rest[0].upper() + rest[1:])
+                statements.append(_capitalised(rest))
                 continue
             dropped += 1
             evasive = True
@@ -216,6 +216,10 @@ def answer_parts(answer: str) -> AnswerParts:
     return AnswerParts(statements, dropped, evasive)
 
 
+def _capitalised(text: str) -> str:
+    return text[:1].upper() + text[1:]
+
+
 def _strip_lead_ins(sentence: str) -> str:
     before = None
     while before != sentence:
@@ -223,20 +227,16 @@ def _strip_lead_ins(sentence: str) -> str:
         for pattern in (_INTRO_COLON, _LEAD_IN, _CITED_LEAD_IN, _SUMMARY_LEAD):
             stripped = pattern.sub("", sentence, count=1)
             if stripped != sentence and stripped:
-                sentence = stripped[0].upper() + stripped[1:]
+                sentence = _capitalised(stripped)
         if _OPENER.match(sentence):
-            rest = _OPENER.sub("", sentence)
-            sentence = rest[0].upper() + rest[1:] if rest else ""
+            sentence = _capitalised(_OPENER.sub("", sentence))
     return sentence
 
 
 def _is_heading(raw: str, sentence: str) -> bool:
     """A markdown heading or a short label line ("Amenities:") that introduces a list."""
-    stripped = raw.strip()
-    words = sentence.rstrip(":").split()
-    if stripped.startswith("#") and len(words) <= MAX_HEADING_WORDS:
-        return True
-    return sentence.endswith(":") and len(words) <= MAX_HEADING_WORDS
+    return len(sentence.rstrip(":").split()) <= MAX_HEADING_WORDS and (
+        raw.strip().startswith("#") or sentence.endswith(":"))
 
 
 def _says_lacking(sentence: str) -> bool:
