@@ -199,10 +199,8 @@ class OnnxChecker:
         deadline = monotonic() + self._deadline_s
         # (statement, window) pairs in statement order, whole statements up to the cap.
         pairs: list[tuple[int, int]] = []
-        capped = len(statements)  # statements past the cap are not read
         for i, own in enumerate(windows):
             if len(pairs) + len(own) > self._max_pairs:
-                capped = i
                 break
             pairs.extend((i, j) for j in range(len(own)))
         encodings = self._encode(statements, windows, pairs)
@@ -214,13 +212,14 @@ class OnnxChecker:
             read += len(batch)
         checks: list[Check] = []
         start = 0
-        for i, own in enumerate(windows):
+        for own in windows:
             end = start + len(own)
             mine = probabilities[start:end]
             if not own:
                 checks.append(Check(0.0, -1, ""))
-            elif i >= capped or end > read or np.isnan(mine).any():
-                checks.append(NOT_CHECKED)  # past the cap or the deadline, or a NaN logit
+            elif end > read or np.isnan(mine).any():
+                # Past the cap or the deadline (not all its pairs read), or a NaN logit.
+                checks.append(NOT_CHECKED)
             else:
                 best = int(np.argmax(mine))
                 checks.append(Check(float(mine[best]), best, own[best].text))
