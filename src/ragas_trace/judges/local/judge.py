@@ -343,9 +343,8 @@ class _Record:
 
     def _faithfulness(self, checker: Checker, context: Context
                       ) -> tuple[MetricResult, tuple[StatementVerdict, ...]]:
-        """Stages 4 to 6. The built-in checker's statements combine as fitted (each
-        verdict its own support cut at one half); a brought checker's by their mean,
-        as Ragas's HHEM variant has it."""
+        """Stages 4 to 6 (``combine`` says how the statements' checks combine); each
+        verdict is its statement's support cut at one half."""
         if not self.answer:
             return MetricResult.unscored(MetricStatus.NO_ANSWER), ()
         if not self.evidence.sentences:

@@ -170,7 +170,6 @@ def refers_back(text: str) -> bool:
 @dataclass(frozen=True, slots=True)
 class AnswerParts:
     statements: list[str]  # what the answer asserts, cleaned of its wrapping
-    dropped: int  # sentences that assert nothing about the world (meta, hedges)
     evasive: bool  # some dropped sentence evades the question or says the passages lack it
 
 
@@ -186,34 +185,24 @@ def answer_parts(answer: str) -> AnswerParts:
     """The answer's statements: its sentences and list items, cleaned, without the
     sentences that say nothing about the world."""
     statements: list[str] = []
-    dropped = 0
     evasive = False
     for raw in split_sentences(answer):
-        sentence = clean_line(raw)
+        sentence = _strip_lead_ins(clean_line(raw))
         if not sentence:
             continue
-        sentence = _strip_lead_ins(sentence)
-        if not sentence:
-            dropped += 1
-            continue
-        if _is_heading(raw, sentence) or _META.search(sentence):
-            dropped += 1
-            evasive = evasive or (bool(_META.search(sentence)) and _says_lacking(sentence))
-            continue
-        if is_noncommittal(sentence):
+        meta = bool(_META.search(sentence))
+        if meta or _is_heading(raw, sentence):
+            evasive = evasive or (meta and _says_lacking(sentence))
+        elif is_noncommittal(sentence):
             rest = _HEDGE_BUT.sub("", sentence, count=1)  # "I'm not sure, but ..."
-            if rest and rest != sentence and len(content_tokens(rest)) >= 2 \
+            if rest != sentence and len(content_tokens(rest)) >= 2 \
                     and not is_noncommittal(rest):
                 statements.append(_capitalised(rest))
-                continue
-            dropped += 1
-            evasive = True
-            continue
-        if content_tokens(sentence):
+            else:
+                evasive = True
+        elif content_tokens(sentence):
             statements.append(sentence)
-        else:
-            dropped += 1
-    return AnswerParts(statements, dropped, evasive)
+    return AnswerParts(statements, evasive)
 
 
 def _capitalised(text: str) -> str:
