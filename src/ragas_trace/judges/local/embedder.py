@@ -175,7 +175,7 @@ class PendingVectors:
 
     def __init__(self, out: Vectors,
                  runs: list[tuple[list[int], Future[Vectors] | Vectors, list[str]]],
-                 cache: VectorCache | None = None) -> None:
+                 cache: VectorCache) -> None:
         self._out = out
         self._runs = runs
         self._cache = cache
@@ -187,9 +187,8 @@ class PendingVectors:
             # No timeout: a run is bounded compute (TOKEN_BUDGET tokens) that cannot be
             # interrupted; the caller's per-record deadline is kept above this thread.
             self._out[rows] = run.result() if isinstance(run, Future) else run
-            if self._cache is not None:
-                for row, text in zip(rows, texts, strict=True):
-                    self._cache.put(text, self._out[row].copy())
+            for row, text in zip(rows, texts, strict=True):
+                self._cache.put(text, self._out[row].copy())
         return self._out
 
 
@@ -328,7 +327,7 @@ class Embedder:
             else:
                 out[i] = cached
         if not todo:
-            return PendingVectors(out, [])
+            return PendingVectors(out, [], self._cache)
         # The tokenizer takes only encodable text (TypeError on a lone surrogate).
         encodings = dict(zip(todo, self._tokenizer.encode_batch(
             [without_surrogates(texts[i]) for i in todo]), strict=True))

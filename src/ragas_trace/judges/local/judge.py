@@ -225,32 +225,15 @@ class _Record:
                  limits: tuple[int, int, int] = (MAX_CONTEXT_CHARS, MAX_ANSWER_CHARS,
                                                  MAX_QUESTION_CHARS)) -> None:
         self.embedder = embedder
-        self.question = (question or "").strip()
-        self.answer = (answer or "").strip()
-        given = passages(contexts)
-        self.contexts, self.passage_words = given.texts, given.words
-        # Over a limit, the metrics that read the text are skipped, with the limit as
-        # the reason (stable wording, no per-record count: reasons are low-cardinality
-        # labels); the rest are scored without the context, the answer's first
-        # characters (the embedding reads the first 256 word pieces anyway), or the
-        # question.
-        over = (sum(len(c) for c in self.contexts) > limits[0], len(self.answer) > limits[1],
-                len(self.question) > limits[2])
-        self.skipped: dict[Metric, MetricResult] = {}
-        for (what, skips), limit, too_long in zip(_LIMITED, limits, over, strict=True):
-            if too_long:
-                reason = (f"{what} over the local judge's limit of {limit} characters "
-                          f"(max_{what}_chars)")
-                self.skipped |= {m: MetricResult(None, MetricStatus.SKIPPED, reason)
-                                 for m in skips}
-        self.contexts = [] if over[0] else self.contexts
-        self.answer = self.answer[:limits[1]]
-        self.question = "" if over[2] else self.question
+        given = passages(contexts)  # stage 1
+        self.passage_words = given.words
+        self.contexts, self.answer, self.question, self.skipped = _within_limits(
+            given.texts, (answer or "").strip(), (question or "").strip(), limits)
         self.requested = metrics
         self.metrics = metrics - self.skipped.keys()
         # The texts build_evidence makes its sentences of, in order.
         self.sentence_texts = [t for c in self.contexts for t in split_sentences(c)]
-        self.reading = read_answer(self.question, self.answer)
+        self.reading = read_answer(self.question, self.answer)  # stage 2
         self.statements = list(self.reading.statements) \
             if Metric.FAITHFULNESS in self.metrics else []
         self.rarity = embedder.rarity
@@ -269,7 +252,7 @@ class _Record:
             built.append(build_evidence(self.contexts))
             return built[0]
 
-        self.windows = choose(len(self.sentence_texts), evidence,
+        self.windows = choose(len(self.sentence_texts), evidence,  # stage 3
                               [s.text for s in self.statements], self.question,
                               " ".join((self.question, *self.question_parts)), self.rarity)
         self.texts = self._texts_to_embed()
@@ -427,6 +410,27 @@ class _Record:
         needs = sentence_need(questions, evidence, context.vectors(window), self.rarity)
         kept = tuple(s for s, n in zip(evidence.texts, needs, strict=True) if n >= 0.5)
         return MetricResult.scored(float(sum(needs)) / len(self.evidence.sentences)), kept
+
+
+def _within_limits(contexts: list[str], answer: str, question: str,
+                   limits: tuple[int, int, int]
+                   ) -> tuple[list[str], str, str, dict[Metric, MetricResult]]:
+    """The record's texts within the judge's limits, and the metrics skipped for them.
+
+    Over a limit, the metrics that read the text are skipped, with the limit as the
+    reason (stable wording, no per-record count: reasons are low-cardinality labels);
+    the rest are scored without the context, the answer's first characters (the
+    embedding reads the first 256 word pieces anyway), or the question."""
+    over = (sum(len(c) for c in contexts) > limits[0], len(answer) > limits[1],
+            len(question) > limits[2])
+    skipped: dict[Metric, MetricResult] = {}
+    for (what, skips), limit, too_long in zip(_LIMITED, limits, over, strict=True):
+        if too_long:
+            reason = (f"{what} over the local judge's limit of {limit} characters "
+                      f"(max_{what}_chars)")
+            skipped |= {m: MetricResult(None, MetricStatus.SKIPPED, reason) for m in skips}
+    return ([] if over[0] else contexts, answer[:limits[1]], "" if over[2] else question,
+            skipped)
 
 
 def _checker(spec: Checker | str | os.PathLike[str] | None) -> Checker:
