@@ -87,6 +87,22 @@ def plan_batches(todo: Sequence[int], lengths: dict[int, int], batch_size: int
     return batches[::-1]
 
 
+def cpu_session(model: Path, threads: int) -> Any:
+    """An onnxruntime session on the CPU, ``threads`` within one model run (the
+    embedder's and a brought checker's: needs the ``local`` extra)."""
+    import onnxruntime as ort
+
+    options = ort.SessionOptions()
+    options.intra_op_num_threads, options.inter_op_num_threads = threads, 1
+    options.log_severity_level = 3
+    # The memory pattern is planned and kept per input shape, and runs here take
+    # thousands of shapes (batch size x padded width): with it, RSS grew as records
+    # of new lengths came (bench/local_judge_speed.py).
+    options.enable_mem_pattern = False
+    return ort.InferenceSession(str(model), sess_options=options,
+                                providers=["CPUExecutionProvider"])
+
+
 class ModelIntegrityError(RuntimeError):
     """A model or tokenizer file is missing or does not match its recorded checksum."""
 
@@ -263,7 +279,7 @@ class Embedder:
             if self._session is not None:
                 return
             try:
-                import onnxruntime as ort
+                import onnxruntime  # noqa: F401  (here, so that the error names the extra)
                 from tokenizers import Tokenizer
             except ImportError as exc:
                 raise ImportError(
@@ -279,18 +295,8 @@ class Embedder:
             tokenizer = Tokenizer.from_file(str(tokenizer_path))
             tokenizer.enable_truncation(max_length=MAX_TOKENS)
             tokenizer.no_padding()  # the file pads to 128; we pad per batch instead
-            options = ort.SessionOptions()
-            # Each run on its calling thread: the parallelism is across runs (_run_all).
-            options.intra_op_num_threads = 1
-            options.inter_op_num_threads = 1
-            options.log_severity_level = 3
-            # The memory pattern is planned and kept per input shape, and runs here
-            # take thousands of shapes (batch size x padded width): with it, RSS grew
-            # as records of new lengths came (bench/local_judge_speed.py).
-            options.enable_mem_pattern = False
-            session = ort.InferenceSession(
-                str(model_path), sess_options=options, providers=["CPUExecutionProvider"]
-            )
+            # Each run on its calling thread: the parallelism is across runs (``start``).
+            session = cpu_session(model_path, threads=1)
             self._tokenizer = tokenizer
             self._session = session
 
