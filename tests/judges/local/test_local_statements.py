@@ -48,7 +48,7 @@ def test_answer_parts_drop_meta_sentences_and_keep_hedged_facts() -> None:
                          "but it was built by Gustave Eiffel's company. Hope this helps!")
     assert parts.statements == ["It opened in 1889.",
                                 "It was built by Gustave Eiffel's company."]
-    assert parts.dropped == 1 and not parts.evasive
+    assert not parts.evasive
     assert answer_parts("According to my sources, it opened in 1889.").statements == [
         "It opened in 1889."]
     evasive = answer_parts("I'm not sure. The passages do not say when it opened.")

@@ -15,6 +15,7 @@ import hashlib
 import logging
 import os
 import threading
+from collections import OrderedDict
 from collections.abc import Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from importlib import resources
@@ -26,7 +27,6 @@ import numpy.typing as npt
 
 from ragas_trace._surrogates import without_surrogates
 from ragas_trace.allocator import return_large_buffers
-from ragas_trace.judges.local.vector_cache import VectorCache
 
 logger = logging.getLogger(__name__)
 
@@ -87,6 +87,22 @@ def plan_batches(todo: Sequence[int], lengths: dict[int, int], batch_size: int
     return batches[::-1]
 
 
+def cpu_session(model: Path, threads: int) -> Any:
+    """An onnxruntime session on the CPU, ``threads`` within one model run (the
+    embedder's and a brought checker's: needs the ``local`` extra)."""
+    import onnxruntime as ort
+
+    options = ort.SessionOptions()
+    options.intra_op_num_threads, options.inter_op_num_threads = threads, 1
+    options.log_severity_level = 3
+    # The memory pattern is planned and kept per input shape, and runs here take
+    # thousands of shapes (batch size x padded width): with it, RSS grew as records
+    # of new lengths came (bench/local_judge_speed.py).
+    options.enable_mem_pattern = False
+    return ort.InferenceSession(str(model), sess_options=options,
+                                providers=["CPUExecutionProvider"])
+
+
 class ModelIntegrityError(RuntimeError):
     """A model or tokenizer file is missing or does not match its recorded checksum."""
 
@@ -144,12 +160,38 @@ def verify_checksum(path: Path, expected_sha256: str) -> None:
         )
 
 
+class VectorCache:
+    """A bounded, thread-safe LRU of text -> embedding: RAG apps retrieve the same
+    passages again and again, and their sentences are embedded once."""
+
+    def __init__(self, capacity: int) -> None:
+        self._capacity = capacity
+        self._entries: OrderedDict[str, Vectors] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, text: str) -> Vectors | None:
+        with self._lock:
+            vector = self._entries.get(text)
+            if vector is not None:
+                self._entries.move_to_end(text)
+            return vector
+
+    def put(self, text: str, vector: Vectors) -> None:
+        if self._capacity <= 0:
+            return
+        with self._lock:
+            self._entries[text] = vector
+            self._entries.move_to_end(text)
+            while len(self._entries) > self._capacity:
+                self._entries.popitem(last=False)
+
+
 class PendingVectors:
     """The vectors of an ``Embedder.start`` call, some perhaps still being computed."""
 
     def __init__(self, out: Vectors,
                  runs: list[tuple[list[int], Future[Vectors] | Vectors, list[str]]],
-                 cache: VectorCache | None = None) -> None:
+                 cache: VectorCache) -> None:
         self._out = out
         self._runs = runs
         self._cache = cache
@@ -161,9 +203,8 @@ class PendingVectors:
             # No timeout: a run is bounded compute (TOKEN_BUDGET tokens) that cannot be
             # interrupted; the caller's per-record deadline is kept above this thread.
             self._out[rows] = run.result() if isinstance(run, Future) else run
-            if self._cache is not None:
-                for row, text in zip(rows, texts, strict=True):
-                    self._cache.put(text, self._out[row].copy())
+            for row, text in zip(rows, texts, strict=True):
+                self._cache.put(text, self._out[row].copy())
         return self._out
 
 
@@ -238,7 +279,7 @@ class Embedder:
             if self._session is not None:
                 return
             try:
-                import onnxruntime as ort
+                import onnxruntime  # noqa: F401  (here, so that the error names the extra)
                 from tokenizers import Tokenizer
             except ImportError as exc:
                 raise ImportError(
@@ -254,18 +295,8 @@ class Embedder:
             tokenizer = Tokenizer.from_file(str(tokenizer_path))
             tokenizer.enable_truncation(max_length=MAX_TOKENS)
             tokenizer.no_padding()  # the file pads to 128; we pad per batch instead
-            options = ort.SessionOptions()
-            # Each run on its calling thread: the parallelism is across runs (_run_all).
-            options.intra_op_num_threads = 1
-            options.inter_op_num_threads = 1
-            options.log_severity_level = 3
-            # The memory pattern is planned and kept per input shape, and runs here
-            # take thousands of shapes (batch size x padded width): with it, RSS grew
-            # as records of new lengths came (bench/local_judge_speed.py).
-            options.enable_mem_pattern = False
-            session = ort.InferenceSession(
-                str(model_path), sess_options=options, providers=["CPUExecutionProvider"]
-            )
+            # Each run on its calling thread: the parallelism is across runs (``start``).
+            session = cpu_session(model_path, threads=1)
             self._tokenizer = tokenizer
             self._session = session
 
@@ -302,7 +333,7 @@ class Embedder:
             else:
                 out[i] = cached
         if not todo:
-            return PendingVectors(out, [])
+            return PendingVectors(out, [], self._cache)
         # The tokenizer takes only encodable text (TypeError on a lone surrogate).
         encodings = dict(zip(todo, self._tokenizer.encode_batch(
             [without_surrogates(texts[i]) for i in todo]), strict=True))

@@ -30,6 +30,7 @@ GIL) the model runs of another keep the cores busy.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import os
 import threading
 import time
@@ -42,7 +43,7 @@ import numpy as np
 
 from ragas_trace._internal_errors import record_internal_error
 from ragas_trace.judges.local.builtin_checker import BuiltinChecker, measure
-from ragas_trace.judges.local.checker import Check, Checker
+from ragas_trace.judges.local.checker import Checker, Statement, Window
 from ragas_trace.judges.local.combine import answer_evidence, copied, fitted, mean
 from ragas_trace.judges.local.embedder import MODEL_ID, Embedder, ModelIntegrityError, Vectors
 from ragas_trace.judges.local.evidence import Context, Evidence, build_evidence
@@ -127,9 +128,8 @@ class LocalJudge:
                 raise ValueError(f"{name} must be a positive integer, got {value!r}")
         self._limits = (max_context_chars, max_answer_chars, max_question_chars)
         self._embedder = embedder or Embedder(threads=threads)
-        self._checker = _brought_checker(checker if checker is not None
-                                         else os.environ.get(CHECKER_ENV) or None) \
-            or BuiltinChecker()
+        self._checker = _checker(checker if checker is not None
+                                 else os.environ.get(CHECKER_ENV) or None)
         self._executor: ThreadPoolExecutor | None = None
         self._executor_lock = threading.Lock()
 
@@ -199,14 +199,8 @@ class LocalJudge:
         except Exception as exc:  # our bug: count it, never invent a score
             record_internal_error("judges.local.evaluate", exc)
             scores = self._failed(metrics, f"local judge error: {type(exc).__name__}")
-        return Scores(
-            judge=self.name,
-            results=scores.results,
-            statements=scores.statements,
-            context_sentences=scores.context_sentences,
-            kept_sentences=scores.kept_sentences,
-            duration_s=time.perf_counter() - started,
-        )
+        return dataclasses.replace(scores, judge=self.name,
+                                   duration_s=time.perf_counter() - started)
 
     def _failed(self, metrics: frozenset[Metric], reason: str) -> Scores:
         failed = MetricResult.unscored(MetricStatus.FAILED, reason)
@@ -231,32 +225,15 @@ class _Record:
                  limits: tuple[int, int, int] = (MAX_CONTEXT_CHARS, MAX_ANSWER_CHARS,
                                                  MAX_QUESTION_CHARS)) -> None:
         self.embedder = embedder
-        self.question = (question or "").strip()
-        self.answer = (answer or "").strip()
-        given = passages(contexts)
-        self.contexts, self.passage_words = given.texts, given.words
-        # Over a limit, the metrics that read the text are skipped, with the limit as
-        # the reason (stable wording, no per-record count: reasons are low-cardinality
-        # labels); the rest are scored without the context, the answer's first
-        # characters (the embedding reads the first 256 word pieces anyway), or the
-        # question.
-        over = (sum(len(c) for c in self.contexts) > limits[0], len(self.answer) > limits[1],
-                len(self.question) > limits[2])
-        self.skipped: dict[Metric, MetricResult] = {}
-        for (what, skips), limit, too_long in zip(_LIMITED, limits, over, strict=True):
-            if too_long:
-                reason = (f"{what} over the local judge's limit of {limit} characters "
-                          f"(max_{what}_chars)")
-                self.skipped |= {m: MetricResult(None, MetricStatus.SKIPPED, reason)
-                                 for m in skips}
-        self.contexts = [] if over[0] else self.contexts
-        self.answer = self.answer[:limits[1]]
-        self.question = "" if over[2] else self.question
+        given = passages(contexts)  # stage 1
+        self.passage_words = given.words
+        self.contexts, self.answer, self.question, self.skipped = _within_limits(
+            given.texts, (answer or "").strip(), (question or "").strip(), limits)
         self.requested = metrics
         self.metrics = metrics - self.skipped.keys()
         # The texts build_evidence makes its sentences of, in order.
         self.sentence_texts = [t for c in self.contexts for t in split_sentences(c)]
-        self.reading = read_answer(self.question, self.answer)
+        self.reading = read_answer(self.question, self.answer)  # stage 2
         self.statements = list(self.reading.statements) \
             if Metric.FAITHFULNESS in self.metrics else []
         self.rarity = embedder.rarity
@@ -275,7 +252,7 @@ class _Record:
             built.append(build_evidence(self.contexts))
             return built[0]
 
-        self.windows = choose(len(self.sentence_texts), evidence,
+        self.windows = choose(len(self.sentence_texts), evidence,  # stage 3
                               [s.text for s in self.statements], self.question,
                               " ".join((self.question, *self.question_parts)), self.rarity)
         self.texts = self._texts_to_embed()
@@ -295,14 +272,9 @@ class _Record:
 
         return Context(self.evidence, vec, self.rarity, self._similarity, self.embedder.knows)
 
-    def _checks(self, checker: Checker, context: Context) -> list[Check]:
-        """Stage 4: each statement against its windows."""
-        checks = checker.check(self.statements, [
-            windows(self.windows.get(s.text, [0]), context) for s in self.statements])
-        if len(checks) != len(self.statements):
-            raise ValueError(f"checker {checker.name} returned {len(checks)} checks for "
-                             f"{len(self.statements)} statements")
-        return checks
+    def _windows(self, statement: Statement, context: Context) -> list[Window]:
+        """Stage 3: the windows a statement is read against."""
+        return windows(self.windows.get(statement.text, [0]), context)
 
     def measure(self) -> tuple[list[Measured], dict[str, float]]:
         """Each statement's measured evidence, as the support models read it (empty
@@ -312,7 +284,7 @@ class _Record:
         measured = []
         if self.statements and self.evidence.sentences:
             for s in self.statements:
-                features, reason = measure(s, windows(self.windows.get(s.text, [0]), context))
+                features, reason = measure(s, self._windows(s, context))
                 if features is not None:
                     measured.append(Measured(s.text, "short" if s.short else "statement",
                                              features, reason))
@@ -337,17 +309,14 @@ class _Record:
         return Scores(judge="", results=results, statements=verdicts,
                       context_sentences=len(self.evidence.sentences), kept_sentences=kept)
 
-    def _context_needed(self) -> bool:
-        return bool(self.sentence_texts) and (
-            (Metric.FAITHFULNESS in self.metrics and bool(self.statements))
-            or (Metric.CONTEXT_RELEVANCE in self.metrics and bool(self.question)))
-
     def _texts_to_embed(self) -> list[str]:
         wanted: list[str] = []
         if self.question and self.answer and Metric.ANSWER_RELEVANCE in self.metrics:
             wanted += [self.question, *self.reading.parts, self.reading.framed,
                        *self.asked_parts]
-        if self._context_needed():
+        if self.sentence_texts and (
+                (Metric.FAITHFULNESS in self.metrics and self.statements)
+                or (Metric.CONTEXT_RELEVANCE in self.metrics and self.question)):
             read = sorted({i for w in self.windows.values() for i in w})
             wanted += [self.question, *self.question_parts,
                        *(s.text for s in self.statements),
@@ -357,9 +326,8 @@ class _Record:
 
     def _faithfulness(self, checker: Checker, context: Context
                       ) -> tuple[MetricResult, tuple[StatementVerdict, ...]]:
-        """Stages 4 to 6. The built-in checker's statements combine as fitted (each
-        verdict its own support cut at one half); a brought checker's by their mean,
-        as Ragas's HHEM variant has it."""
+        """Stages 4 to 6 (``combine`` says how the statements' checks combine); each
+        verdict is its statement's support cut at one half."""
         if not self.answer:
             return MetricResult.unscored(MetricStatus.NO_ANSWER), ()
         if not self.evidence.sentences:
@@ -369,7 +337,11 @@ class _Record:
             if self.reading.declines else "the answer states nothing the context could support")
         if not self.statements:
             return nothing, ()
-        checks = self._checks(checker, context)
+        checks = checker.check(self.statements, [self._windows(s, context)
+                                                 for s in self.statements])
+        if len(checks) != len(self.statements):
+            raise ValueError(f"checker {checker.name} returned {len(checks)} checks for "
+                             f"{len(self.statements)} statements")
         if not isinstance(checker, BuiltinChecker):
             return MetricResult.scored(mean(checks)), tuple(
                 StatementVerdict(s.text, c.probability >= 0.5,
@@ -440,10 +412,33 @@ class _Record:
         return MetricResult.scored(float(sum(needs)) / len(self.evidence.sentences)), kept
 
 
-def _brought_checker(spec: Checker | str | os.PathLike[str] | None) -> Checker | None:
+def _within_limits(contexts: list[str], answer: str, question: str,
+                   limits: tuple[int, int, int]
+                   ) -> tuple[list[str], str, str, dict[Metric, MetricResult]]:
+    """The record's texts within the judge's limits, and the metrics skipped for them.
+
+    Over a limit, the metrics that read the text are skipped, with the limit as the
+    reason (stable wording, no per-record count: reasons are low-cardinality labels);
+    the rest are scored without the context, the answer's first characters (the
+    embedding reads the first 256 word pieces anyway), or the question."""
+    over = (sum(len(c) for c in contexts) > limits[0], len(answer) > limits[1],
+            len(question) > limits[2])
+    skipped: dict[Metric, MetricResult] = {}
+    for (what, skips), limit, too_long in zip(_LIMITED, limits, over, strict=True):
+        if too_long:
+            reason = (f"{what} over the local judge's limit of {limit} characters "
+                      f"(max_{what}_chars)")
+            skipped |= {m: MetricResult(None, MetricStatus.SKIPPED, reason) for m in skips}
+    return ([] if over[0] else contexts, answer[:limits[1]], "" if over[2] else question,
+            skipped)
+
+
+def _checker(spec: Checker | str | os.PathLike[str] | None) -> Checker:
     """The checker a user brings, loaded now so that a wrong directory fails at
-    construction with its reason, not on every record."""
-    if spec is None or isinstance(spec, Checker):
+    construction with its reason, not on every record; else the built-in one."""
+    if spec is None:
+        return BuiltinChecker()
+    if isinstance(spec, Checker):
         return spec
     if isinstance(spec, (str, os.PathLike)):
         from ragas_trace.judges.local.onnx_checker import OnnxChecker

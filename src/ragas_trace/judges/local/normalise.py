@@ -52,14 +52,11 @@ def flatten_passage(passage: str) -> str:
         return passage
 
 
-def _key(name: str) -> str:
-    return _CAMEL.sub(" ", name.replace("_", " ")).strip()
-
-
 def _lines(value: Any, path: tuple[str, ...]) -> Iterator[str]:
     if isinstance(value, dict):
         for name, item in value.items():
-            yield from _lines(item, (*path, _key(str(name))))
+            key = _CAMEL.sub(" ", str(name).replace("_", " ")).strip()
+            yield from _lines(item, (*path, key))
     elif isinstance(value, list):
         if all(not isinstance(v, (dict, list)) for v in value):
             yield _line(path, ", ".join(_scalar(v) for v in value))

@@ -40,6 +40,7 @@ import numpy as np
 
 from ragas_trace._surrogates import without_surrogates
 from ragas_trace.judges.local.checker import Check, Statement, Window
+from ragas_trace.judges.local.embedder import cpu_session
 
 logger = logging.getLogger(__name__)
 
@@ -144,7 +145,7 @@ class OnnxChecker:
         if not isinstance(deadline_s, int | float) or not deadline_s > 0:
             raise ValueError(f"deadline_s must be a positive number, got {deadline_s!r}")
         try:
-            import onnxruntime as ort
+            import onnxruntime  # noqa: F401  (here, so that the error names the extra)
             from tokenizers import Tokenizer
         except ImportError as exc:
             raise ImportError("the ONNX checker needs the 'local' extra: "
@@ -169,13 +170,8 @@ class OnnxChecker:
         # The window side is cut; the statement already fits in half (``_encode``).
         tokenizer.enable_truncation(config.max_length, strategy="only_first" if
                                     config.pair_order == "window_first" else "only_second")
-        options = ort.SessionOptions()
-        options.intra_op_num_threads, options.inter_op_num_threads = threads, 1
-        options.log_severity_level = 3
-        options.enable_mem_pattern = False  # it keeps a plan per input shape: RSS grows
         try:
-            session = ort.InferenceSession(str(directory / MODEL_FILE), sess_options=options,
-                                           providers=["CPUExecutionProvider"])
+            session = cpu_session(directory / MODEL_FILE, threads)
         except Exception as exc:  # onnxruntime's own error types, per failure
             raise CheckerDirectoryError(
                 f"{directory / MODEL_FILE}: onnxruntime cannot load it: {exc}") from exc
@@ -199,10 +195,8 @@ class OnnxChecker:
         deadline = monotonic() + self._deadline_s
         # (statement, window) pairs in statement order, whole statements up to the cap.
         pairs: list[tuple[int, int]] = []
-        capped = len(statements)  # statements past the cap are not read
         for i, own in enumerate(windows):
             if len(pairs) + len(own) > self._max_pairs:
-                capped = i
                 break
             pairs.extend((i, j) for j in range(len(own)))
         encodings = self._encode(statements, windows, pairs)
@@ -214,13 +208,14 @@ class OnnxChecker:
             read += len(batch)
         checks: list[Check] = []
         start = 0
-        for i, own in enumerate(windows):
+        for own in windows:
             end = start + len(own)
             mine = probabilities[start:end]
             if not own:
                 checks.append(Check(0.0, -1, ""))
-            elif i >= capped or end > read or np.isnan(mine).any():
-                checks.append(NOT_CHECKED)  # past the cap or the deadline, or a NaN logit
+            elif end > read or np.isnan(mine).any():
+                # Past the cap or the deadline (not all its pairs read), or a NaN logit.
+                checks.append(NOT_CHECKED)
             else:
                 best = int(np.argmax(mine))
                 checks.append(Check(float(mine[best]), best, own[best].text))

@@ -43,7 +43,7 @@ from ragas_trace.judges.local.tokens import (
     weight,
 )
 
-NAMED = 3  # a reason names this many invented facts or unanswered parts at most
+NAMED = 3  # a reason names this many unanswered parts at most
 RELEVANCE_FILE = Path(__file__).with_name("data") / "relevance_model.json"
 
 
@@ -124,8 +124,8 @@ def answer_relevance(
     paper's answer relevance "does not take into account factuality").
     ``parts``: each part of a compound question with the cosine of the answer's
     sentence nearest it; the paper's answer relevance penalises an incomplete answer."""
-    features = answer_features(question, similarity, answer, rarity, parts)
-    return answer_value(features, parameters()[0]), answer_reason(features, parameters()[0])
+    features, p = answer_features(question, similarity, answer, rarity, parts), parameters()[0]
+    return answer_value(features, p), answer_reason(features, p)
 
 
 def answer_features(
@@ -160,7 +160,7 @@ def answer_features(
 
 def answer_value(f: AnswerFeatures, p: AnswerParameters) -> float:
     closeness = 1.0 if f.answers_yes_no else _ramp(f.similarity, p.floor, p.full)
-    unanswered = sum(1.0 - _ramp(cosine, p.part_floor, p.part_full) for _, cosine in f.parts)
+    unanswered = sum(_unanswered(cosine, p) for _, cosine in f.parts)
     value = closeness * (1.0 - p.informative_share + p.informative_share * f.informativeness)
     return float(value * p.unmet_factor ** (len(f.unmet) + unanswered))
 
@@ -172,17 +172,18 @@ def answer_reason(f: AnswerFeatures, p: AnswerParameters) -> str:
         notes.append("picks one of the alternatives asked about")
     if f.unmet:
         notes.append("no " + " or ".join(k.value for k in f.unmet) + " the question asks for")
-    if missed := [f'"{part}"' for part, cosine in f.parts
-                  if 1.0 - _ramp(cosine, p.part_floor, p.part_full) >= 0.5]:
-        notes.append("no answer to: " + _named(missed, "; "))
+    if missed := [f'"{part}"' for part, cosine in f.parts if _unanswered(cosine, p) >= 0.5]:
+        # The first few and how many more: a reason stays short (spans keep its first
+        # 200 characters) whatever the answer's length.
+        more = f" and {len(missed) - NAMED} more" if len(missed) > NAMED else ""
+        notes.append("no answer to: " + "; ".join(missed[:NAMED]) + more)
     return "; ".join(notes)
 
 
-def _named(items: Sequence[str], separator: str) -> str:
-    """The first ``NAMED`` items, and how many more: a reason stays short (spans keep
-    its first 200 characters) whatever the answer's length."""
-    more = f" and {len(items) - NAMED} more" if len(items) > NAMED else ""
-    return separator.join(items[:NAMED]) + more
+def _unanswered(cosine: float, p: AnswerParameters) -> float:
+    """How far a part of the question is left unanswered by the answer's nearest
+    sentence (its cosine with the part)."""
+    return 1.0 - _ramp(cosine, p.part_floor, p.part_full)
 
 
 def _chooses(answer: str, tokens: Sequence[Token], options: tuple[str, str]) -> bool:

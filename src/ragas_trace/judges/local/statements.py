@@ -170,7 +170,6 @@ def refers_back(text: str) -> bool:
 @dataclass(frozen=True, slots=True)
 class AnswerParts:
     statements: list[str]  # what the answer asserts, cleaned of its wrapping
-    dropped: int  # sentences that assert nothing about the world (meta, hedges)
     evasive: bool  # some dropped sentence evades the question or says the passages lack it
 
 
@@ -186,34 +185,28 @@ def answer_parts(answer: str) -> AnswerParts:
     """The answer's statements: its sentences and list items, cleaned, without the
     sentences that say nothing about the world."""
     statements: list[str] = []
-    dropped = 0
     evasive = False
     for raw in split_sentences(answer):
-        sentence = clean_line(raw)
+        sentence = _strip_lead_ins(clean_line(raw))
         if not sentence:
             continue
-        sentence = _strip_lead_ins(sentence)
-        if not sentence:
-            dropped += 1
-            continue
-        if _is_heading(raw, sentence) or _META.search(sentence):
-            dropped += 1
-            evasive = evasive or (bool(_META.search(sentence)) and _says_lacking(sentence))
-            continue
-        if is_noncommittal(sentence):
-            rest = _HEDGE_BUT.sub("", sentence, count=1) if _HEDGE_BUT.search(sentence) else ""
-            if rest and rest != sentence and len(content_tokens(rest)) >= 2 \
+        meta = bool(_META.search(sentence))
+        if meta or _is_heading(raw, sentence):
+            evasive = evasive or (meta and _says_lacking(sentence))
+        elif is_noncommittal(sentence):
+            rest = _HEDGE_BUT.sub("", sentence, count=1)  # "I'm not sure, but ..."
+            if rest != sentence and len(content_tokens(rest)) >= 2 \
                     and not is_noncommittal(rest):
-                statements.append(rest[0].upper() + rest[1:])
-                continue
-            dropped += 1
-            evasive = True
-            continue
-        if content_tokens(sentence):
+                statements.append(_capitalised(rest))
+            else:
+                evasive = True
+        elif content_tokens(sentence):
             statements.append(sentence)
-        else:
-            dropped += 1
-    return AnswerParts(statements, dropped, evasive)
+    return AnswerParts(statements, evasive)
+
+
+def _capitalised(text: str) -> str:
+    return text[:1].upper() + text[1:]
 
 
 def _strip_lead_ins(sentence: str) -> str:
@@ -223,20 +216,16 @@ def _strip_lead_ins(sentence: str) -> str:
         for pattern in (_INTRO_COLON, _LEAD_IN, _CITED_LEAD_IN, _SUMMARY_LEAD):
             stripped = pattern.sub("", sentence, count=1)
             if stripped != sentence and stripped:
-                sentence = stripped[0].upper() + stripped[1:]
+                sentence = _capitalised(stripped)
         if _OPENER.match(sentence):
-            rest = _OPENER.sub("", sentence)
-            sentence = rest[0].upper() + rest[1:] if rest else ""
+            sentence = _capitalised(_OPENER.sub("", sentence))
     return sentence
 
 
 def _is_heading(raw: str, sentence: str) -> bool:
     """A markdown heading or a short label line ("Amenities:") that introduces a list."""
-    stripped = raw.strip()
-    words = sentence.rstrip(":").split()
-    if stripped.startswith("#") and len(words) <= MAX_HEADING_WORDS:
-        return True
-    return sentence.endswith(":") and len(words) <= MAX_HEADING_WORDS
+    return len(sentence.rstrip(":").split()) <= MAX_HEADING_WORDS and (
+        raw.strip().startswith("#") or sentence.endswith(":"))
 
 
 def _says_lacking(sentence: str) -> bool:

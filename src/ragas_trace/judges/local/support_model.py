@@ -92,7 +92,7 @@ class SupportModels:
 
     def faithfulness(self, values: Mapping[str, float]) -> float:
         """The answer's faithfulness from its evidence as a whole and its statements'
-        supports (``features.with_supports``)."""
+        supports (``combine.with_supports``)."""
         return toward_overlap(self.answer.probability(values), values["word_overlap"],
                               self.lexical_weight)
 

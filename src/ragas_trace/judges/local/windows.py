@@ -1,15 +1,14 @@
 """The windows stage: the context sentences each statement (and the question) is read
 against, as ``Window``s of consecutive sentences (``windows``).
 
-Up to ``ALL_SENTENCES`` sentences, every statement is read against all of them.
-
-Reading every statement against every sentence costs their product; an answer of a
-hundred statements over a context of a thousand sentences would take minutes. Past
-``ALL_SENTENCES`` sentences, each statement is read against the sentences that hold
-most of its tokens (by weight: names and numbers fully, words by rarity), each with
-the sentence before it (a pronoun's antecedent, a neighbour pair), and only those are
-embedded. Whole-context measurements (which of its words the context holds anywhere)
-still read the whole context, so cost stays linear in both lengths.
+Up to ``ALL_SENTENCES`` sentences, every statement is read against all of them. But
+that costs their product: an answer of a hundred statements over a context of a
+thousand sentences would take minutes. Past ``ALL_SENTENCES`` sentences, each
+statement is read against the sentences that hold most of its tokens (by weight:
+names and numbers fully, words by rarity), each with the sentence before it (a
+pronoun's antecedent, a neighbour pair), and only those are embedded. Whole-context
+measurements (which of its words the context holds anywhere) still read the whole
+context, so cost stays linear in both lengths.
 """
 
 from __future__ import annotations
@@ -53,24 +52,17 @@ def choose(sentences: int, evidence: Callable[[], Evidence], statements: Sequenc
 def windows(indices: Sequence[int], context: Context) -> list[Window]:
     """The sentences at ``indices`` as windows of consecutive ones, up to about
     ``WINDOW_WORDS`` words each."""
-    out: list[Window] = []
-    current: list[int] = []
+    groups: list[list[int]] = []
     words = 0
     for i in indices:
         n = len(context.evidence.sentences[i].text.split())
-        if current and words + n > WINDOW_WORDS:
-            out.append(_window(current, context))
-            current, words = [], 0
-        current.append(i)
+        if not groups or words + n > WINDOW_WORDS:
+            groups.append([])
+            words = 0
+        groups[-1].append(i)
         words += n
-    if current:
-        out.append(_window(current, context))
-    return out
-
-
-def _window(indices: list[int], context: Context) -> Window:
-    return Window(" ".join(context.evidence.sentences[i].text for i in indices),
-                  tuple(indices), context)
+    return [Window(" ".join(context.evidence.sentences[i].text for i in group), tuple(group),
+                   context) for group in groups]
 
 
 class SentenceIndex:
@@ -83,7 +75,6 @@ class SentenceIndex:
                 postings[key].append(i)
         self._postings = dict(postings)
         self._keys = [sentence.vocabulary.keys for sentence in evidence.sentences]
-        self.size = len(evidence.sentences)
 
     def best(self, tokens: Sequence[Token], rarity: RarityFn, count: int) -> list[int]:
         """The ``count`` sentences holding the most of ``tokens`` by weight, each with
