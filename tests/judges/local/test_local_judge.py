@@ -13,6 +13,7 @@ from ragas_trace.judges.base import Judge
 from ragas_trace.judges.local import Embedder, LocalJudge
 from ragas_trace.judges.local import judge as judge_module
 from ragas_trace.judges.local.checker import Check, Statement, Window
+from ragas_trace.judges.local.onnx_checker import NOT_CHECKED
 from ragas_trace.judges.local.windows import WINDOW_WORDS
 from ragas_trace.results import ALL_METRICS, Metric, MetricStatus
 
@@ -510,6 +511,39 @@ def test_a_brought_checker_scores_faithfulness_from_its_checks() -> None:
     statements, windows = checker.calls[-1]
     assert statements == ["The ferry leaves at seven.", "It stops at Varnholm."]
     assert windows == [[context]] * 2
+
+
+class _LimitedChecker(_WordChecker):
+    """Checks only the first ``limit`` statements, as a checker past its ``max_pairs``
+    or deadline does."""
+
+    name = "limited"
+
+    def __init__(self, limit: int) -> None:
+        super().__init__()
+        self.limit = limit
+
+    def check(self, statements: Sequence[Statement],
+              windows: Sequence[Sequence[Window]]) -> list[Check]:
+        checks = super().check(statements, windows)
+        return checks[:self.limit] + [NOT_CHECKED] * (len(checks) - self.limit)
+
+
+def test_a_statement_the_checker_did_not_check_is_neither_supported_nor_not() -> None:
+    context = "The ferry leaves at seven. It crosses to Skarra in forty minutes."
+    answer = "The ferry leaves at seven. It crosses to Skarra. It stops at Varnholm."
+    scores = LocalJudge(threads=1, checker=_LimitedChecker(2)).evaluate_sync(
+        None, [context], answer)
+    result = scores.results[Metric.FAITHFULNESS]
+    assert result.value == 1.0  # the two checked statements are supported
+    assert result.reason == ("not every statement checked within the checker's max_pairs "
+                             "and deadline_s")
+    assert [v.supported for v in scores.statements] == [True, True]
+    nothing = LocalJudge(threads=1, checker=_LimitedChecker(0)).evaluate_sync(
+        None, [context], answer).results[Metric.FAITHFULNESS]
+    assert nothing.value is None and nothing.status is MetricStatus.SKIPPED
+    assert nothing.reason == ("no statement checked within the checker's max_pairs and "
+                              "deadline_s")
 
 
 def test_a_brought_checker_reads_long_contexts_in_windows() -> None:

@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import math
 import os
 import threading
 import time
@@ -43,7 +44,7 @@ import numpy as np
 
 from ragas_trace._internal_errors import record_internal_error
 from ragas_trace.judges.local.builtin_checker import BuiltinChecker, measure
-from ragas_trace.judges.local.checker import Checker, Statement, Window
+from ragas_trace.judges.local.checker import Check, Checker, Statement, Window
 from ragas_trace.judges.local.combine import answer_evidence, copied, fitted, mean
 from ragas_trace.judges.local.embedder import MODEL_ID, Embedder, ModelIntegrityError, Vectors
 from ragas_trace.judges.local.evidence import Context, Evidence, build_evidence
@@ -343,11 +344,7 @@ class _Record:
             raise ValueError(f"checker {checker.name} returned {len(checks)} checks for "
                              f"{len(self.statements)} statements")
         if not isinstance(checker, BuiltinChecker):
-            return MetricResult.scored(mean(checks)), tuple(
-                StatementVerdict(s.text, c.probability >= 0.5,
-                                 f"{checker.name} support {c.probability:.2f}"
-                                 + (f": {c.evidence[:160]}" if c.evidence else ""))
-                for s, c in zip(self.statements, checks, strict=True))
+            return _brought(checker.name, self.statements, checks)
         pairs = [(s, c) for s, c in zip(self.statements, checks, strict=True) if c.features]
         if not pairs:
             return nothing, ()
@@ -431,6 +428,28 @@ def _within_limits(contexts: list[str], answer: str, question: str,
             skipped |= {m: MetricResult(None, MetricStatus.SKIPPED, reason) for m in skips}
     return ([] if over[0] else contexts, answer[:limits[1]], "" if over[2] else question,
             skipped)
+
+
+def _brought(name: str, statements: Sequence[Statement], checks: Sequence[Check]
+             ) -> tuple[MetricResult, tuple[StatementVerdict, ...]]:
+    """Faithfulness from a brought checker: the mean over the statements it checked.
+    One it did not (NaN: past its ``max_pairs`` or deadline) is neither supported nor
+    not; the reason says so, and with none checked there is no score."""
+    read = [(s, c) for s, c in zip(statements, checks, strict=True)
+            if not math.isnan(c.probability)]
+    # Stable wording, no counts: reasons are low-cardinality labels (the verdicts
+    # list the statements checked).
+    note = None if len(read) == len(statements) else \
+        "not every statement checked within the checker's max_pairs and deadline_s"
+    if not read:
+        return MetricResult.unscored(
+            MetricStatus.SKIPPED, "no statement checked within the checker's max_pairs "
+            "and deadline_s"), ()
+    value = MetricResult.scored(mean([c for _, c in read]))
+    return MetricResult(value.value, MetricStatus.SCORED, note), tuple(
+        StatementVerdict(s.text, c.probability >= 0.5, f"{name} support {c.probability:.2f}"
+                         + (f": {c.evidence[:160]}" if c.evidence else ""))
+        for s, c in read)
 
 
 def _checker(spec: Checker | str | os.PathLike[str] | None) -> Checker:
