@@ -155,12 +155,11 @@ def statement_labels(m: Measured) -> list[int | None]:
 # missing name) never raises it, evidence for (the share of words found) never lowers
 # it; the fit is bounded so (a weight of the wrong sign would be data too thin, or
 # features that overlap, speaking). Others are free.
-AGAINST = frozenset({"missing_names", "missing_numbers", "missing_word_weight",
-                     "field_conflicts", "missing_facts", "echoes"})
+AGAINST = frozenset({"missing_names", "missing_numbers", "field_conflicts", "missing_facts"})
 FOR = frozenset({
-    "similarity", "coverage", "bigram_share", "change_similarity", "verbatim", "frame",
-    "slot", "kind_fit", "mean_support_within_multi", "word_overlap",
-    "word_overlap_multi", *(f"{name}_single" for name in SINGLE)})
+    "similarity", "coverage", "verbatim", "frame", "slot", "kind_fit",
+    "mean_support_within_multi", "word_overlap", "word_overlap_multi",
+    *(f"{name}_single" for name in SINGLE)})
 
 
 def fit_logistic(x: np.ndarray, y: np.ndarray, names: Sequence[str], l2: float = L2,

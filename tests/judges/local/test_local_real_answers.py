@@ -97,30 +97,7 @@ def test_a_short_answer_in_another_slot_of_the_sentence_is_unsupported(
     assert f'"{named}" stands nearer the question\'s terms' in bad.statements[0].reason
 
 
-# question, context, the answer, a short answer made of the question's own terms
-ECHOES = [
-    ("Who commissioned the Varnholm lighthouse?",
-     "The Varnholm lighthouse was commissioned by the harbour board in 1868.",
-     "the harbour board", "Varnholm lighthouse"),
-    ("Wer ließ den Leuchtturm von Varnholm bauen?",
-     "Den Leuchtturm von Varnholm ließ die Hafenbehörde 1868 bauen.",
-     "die Hafenbehörde", "Varnholm"),
-    ("¿Quién encargó el faro de Varnholm?",
-     "El faro de Varnholm lo encargó la junta del puerto en 1868.",
-     "la junta del puerto", "faro de Varnholm"),
-]
-
-
-@pytest.mark.parametrize(("question", "context", "right", "echo"), ECHOES)
-def test_a_short_answer_that_repeats_the_question_asserts_nothing(
-        judge: LocalJudge, question: str, context: str, right: str, echo: str) -> None:
-    good = judge.evaluate_sync(question, [context], right, frozenset({F}))
-    bad = judge.evaluate_sync(question, [context], echo, frozenset({F}))
-    assert good.statements[0].supported, good
-    assert "repeats the question" in bad.statements[0].reason
-
-
-def test_choosing_one_alternative_the_question_names_is_not_an_echo(judge: LocalJudge) -> None:
+def test_choosing_one_alternative_the_question_names_is_supported(judge: LocalJudge) -> None:
     scores = judge.evaluate_sync("Is the Varnholm tower made of granite or limestone?",
                                  ["The Varnholm tower is made of granite from the cape."],
                                  "granite", frozenset({F}))

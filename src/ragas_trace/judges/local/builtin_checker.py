@@ -3,13 +3,12 @@ support models weigh, behind the same ``Checker`` interface as a brought one.
 
 A sentence of the answer is measured against its windows' sentences (``features``:
 closeness of its embedding to the nearest sentence or pair of neighbours, names and
-numbers the context lacks, words put in place of the context's own, a structured
-context's yes / no fields); a bare answer in its question's frame (``framing``: is it
-held by the sentence that answers the question, in the question's slot, of the kind
-asked for). The statement's probability of support is the fitted model's reading of
-those measurements (``support_model``); they travel on with the ``Check`` for the
-fitted combination (``combine``). To change how a statement is checked, change this
-module (and refit: ``tools/fit_local_judge.py``).
+numbers the context lacks, a structured context's yes / no fields); a bare answer in
+its question's frame (``framing``: is it held by the sentence that answers the
+question, in the question's slot, of the kind asked for). The statement's probability
+of support is the fitted model's reading of those measurements (``support_model``);
+they travel on with the ``Check`` for the fitted combination (``combine``). To change
+how a statement is checked, change this module (and refit: ``tools/fit_local_judge.py``).
 """
 
 from __future__ import annotations
@@ -69,9 +68,8 @@ def measure(statement: Statement, windows: Sequence[Window]
         framed = framed_support(statement.question, context.vector(statement.question),
                                 statement.answer, evidence, vectors, context.rarity)
         return (None, NOTHING_TO_CHECK) if framed is None else (framed.features, framed.reason)
-    found = statement_evidence(
-        statement.text, context.vector(statement.read_as or statement.text), evidence,
-        with_adjacent_pairs(vectors), similarity_of=context.similarity, known=context.known)
+    found = statement_evidence(statement.text, context.vector(statement.read_as or statement.text),
+                               evidence, with_adjacent_pairs(vectors))
     return found.features, found.reason()
 
 

@@ -45,7 +45,7 @@ def answer_evidence(statements: Sequence[str], features: Sequence[Mapping[str, f
     ``answer``'s distinct content words found among ``passage_words`` (the passages'
     words as written): the baseline every judge is measured against, read by the fit
     beside everything else. ``with_supports`` adds its statements' supports."""
-    sentences = [f for f in features if "bigram_share" in f]  # not a short answer's
+    sentences = [f for f in features if "field_conflicts" in f]  # not a short answer's
     own = set(plain_words(answer))
     overlap = len(own & passage_words) / len(own) if own else 0.0
     multi = float(len(features) >= MULTI_STATEMENTS)
@@ -55,10 +55,8 @@ def answer_evidence(statements: Sequence[str], features: Sequence[Mapping[str, f
         "multi": multi,
         "missing_facts": math.log1p(sum(f["missing_names"] + f["missing_numbers"]
                                         for f in sentences)),
-        # A changed word barely moves a sentence's embedding: its closeness is then
-        # only that of the words swapped.
-        "mean_similarity": float(np.mean([min(f["similarity"], f["change_similarity"])
-                                          for f in sentences])) if sentences else 1.0,
+        "mean_similarity": float(np.mean([f["similarity"] for f in sentences]))
+        if sentences else 1.0,
         # Statements the context holds word for word (a short answer: as written).
         "verbatim_share": sum(1 for s in statements if (wanted := folded(s).strip(" .!?。"))
                               and wanted in evidence.flat) / max(1, len(statements)),

@@ -310,11 +310,6 @@ class Embedder:
             return 1.0
         return float(min(1.0, max(0.2, (rank - _COMMON_RANKS) / _RARE_RANKS)))
 
-    def knows(self, word: str) -> bool:
-        """Whether the model's vocabulary holds the word whole (not as pieces)."""
-        self.load()
-        return self._tokenizer.token_to_id(word.lower()) is not None
-
     def embed(self, texts: Sequence[str]) -> Vectors:
         """Unit-length embeddings, one row per text, shape ``(len(texts), 384)``."""
         return self.start(texts).result()

@@ -4,7 +4,6 @@ text the record needs (``Context``), which windows point into and checkers read.
 
 from __future__ import annotations
 
-import itertools
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
@@ -23,7 +22,6 @@ from ragas_trace.judges.local.tokens import (
     folded,
     initialisms,
     is_abbreviation,
-    plain_words,
     spelled_out,
 )
 from ragas_trace.metrics.sentences import split_sentences
@@ -44,7 +42,6 @@ class ContextSentence:
 class Evidence:
     sentences: tuple[ContextSentence, ...]
     vocabulary: Vocabulary  # the whole context
-    bigrams: frozenset[tuple[str, str]] = frozenset()  # of consecutive content words
     # Yes / no fields of a structured passage: the key's token keys, and the value.
     fields: tuple[tuple[tuple[str, ...], bool], ...] = ()
     clock: frozenset[int] = frozenset()  # the whole numbers in its times, ranges, dates
@@ -73,9 +70,6 @@ def build_evidence(contexts: Sequence[str]) -> Evidence:
             names = tuple(t for t in tokens if t.kind is Kind.NAME or t.text[:1].isupper())
             previous_names = names or previous_names
             every.extend(tokens + held)
-    bigrams: set[tuple[str, str]] = set()
-    for sentence in sentences:
-        bigrams.update(itertools.pairwise(plain_words(sentence.text)))
     fields = []
     for sentence in sentences:
         field = yes_no_field(sentence.text)
@@ -83,7 +77,7 @@ def build_evidence(contexts: Sequence[str]) -> Evidence:
             fields.append((keys, field[1]))
     vocabulary = Vocabulary(every)
     number_keys = [k for k in vocabulary.keys if k[:1].isdigit() or k[:1] == "-"]
-    return Evidence(tuple(sentences), vocabulary, frozenset(bigrams), tuple(fields),
+    return Evidence(tuple(sentences), vocabulary, tuple(fields),
                     frozenset(p for k in number_keys if k[:1].isdigit() for p in parts(k)),
                     folded("\n".join(contexts)),
                     frozenset(t.key for s in sentences for t in s.tokens
@@ -106,13 +100,11 @@ def with_antecedents(evidence: Evidence, vectors: Vectors) -> Vectors:
 @dataclass(frozen=True)
 class Context:
     """A record's passages prepared for checking: their ``evidence``, the embedding of
-    each text the record embedded (``vector``), and the embedder's word facts."""
+    each text the record embedded (``vector``), and the embedder's word rarity."""
 
     evidence: Evidence
     vector: Callable[[str], Vectors]
     rarity: RarityFn
-    similarity: Callable[[str, str], float]  # cosine of two texts found while checking
-    known: Callable[[str], bool]  # whether the model knows a word whole
     _stacked: dict[tuple[int, ...], Vectors] = field(default_factory=dict, repr=False)
 
     def vectors(self, indices: Sequence[int]) -> Vectors:

@@ -2,21 +2,18 @@
 (``support_model``) turns into the statement's degree of support.
 
 Each measurement is one named feature: closeness of the statement's embedding to
-the nearest context sentence or pair of neighbours, the share of its consecutive word
-pairs the context holds, names and numbers the context lacks (a time it holds on
-the 24-hour clock is not lacking), words put in place of the followed sentence's
-own, and a structured context's yes / no fields it contradicts. How
+the nearest context sentence or pair of neighbours, names and numbers the context
+lacks (a time it holds on the 24-hour clock is not lacking), its length, and a
+structured context's yes / no fields it contradicts. How
 they combine is fitted on labelled public data (``tools/fit_local_judge.py``), not set by hand;
 a measurement the fit weighs 0 everywhere is deleted, with the rules that fed it.
 """
 
 from __future__ import annotations
 
-import itertools
 import math
-import re
-from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -24,7 +21,6 @@ from ragas_trace.judges.local.embedder import Vectors
 from ragas_trace.judges.local.evidence import Evidence
 from ragas_trace.judges.local.negation import is_negated
 from ragas_trace.judges.local.numbers import same_clock
-from ragas_trace.judges.local.substitution import substitutions
 from ragas_trace.judges.local.tokens import (
     Kind,
     Token,
@@ -33,22 +29,11 @@ from ragas_trace.judges.local.tokens import (
     content_tokens,
     counted,
     defined_in_brackets,
-    plain_words,
 )
-
-# On words the model knows only as pieces (most German, French and Spanish ones,
-# Chinese) its cosines are compressed noise: a substitution's two spans count as
-# alike only when their cosine clears this much more.
-UNKNOWN_SHIFT = 0.25
-_WORD = re.compile(r"[^\W\d_]+")
 
 STATEMENT_FEATURES = (
-    "similarity", "missing_names", "missing_numbers", "log_tokens", "change_similarity",
-    "bigram_share", "field_conflicts",
+    "similarity", "missing_names", "missing_numbers", "log_tokens", "field_conflicts",
 )
-
-SimilarityFn = Callable[[str, str], float]
-KnownFn = Callable[[str], bool]
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,7 +44,6 @@ class StatementEvidence:
     similarity: float
     conflicts: tuple[str, ...] = ()  # yes / no fields of the context it contradicts
     missing_facts: tuple[str, ...] = ()
-    changed: tuple[tuple[str, str], ...] = field(default=())
 
     def reason(self) -> str:
         """What the fitted model read: only measurements it weighs."""
@@ -68,9 +52,6 @@ class StatementEvidence:
             parts.append("the context's fields say otherwise: " + ", ".join(self.conflicts))
         if self.missing_facts:
             parts.append("not in the context: " + ", ".join(self.missing_facts))
-        if self.changed:
-            parts.append("says " + ", ".join(f'"{said}" where the context says "{instead}"'
-                                             for said, instead in self.changed))
         return "; ".join(parts)
 
 
@@ -82,11 +63,8 @@ def _distinct(tokens: Iterable[Token]) -> list[Token]:
     return list(first.values())
 
 
-def statement_evidence(
-    statement: str, vector: Vectors, evidence: Evidence, units: Vectors,
-    *, similarity_of: SimilarityFn | None = None, known: KnownFn | None = None,
-    paraphrase_above: float = 0.40,
-) -> StatementEvidence:
+def statement_evidence(statement: str, vector: Vectors, evidence: Evidence, units: Vectors
+                       ) -> StatementEvidence:
     """Measure what the context holds of ``statement`` (``units``: the context's
     sentence vectors followed by one per pair of neighbours)."""
     similarities = units @ vector if len(units) else np.zeros(0, np.float32)
@@ -103,32 +81,16 @@ def statement_evidence(
     missing_numbers = _distinct(t for t in missing if t.kind is Kind.NUMBER
                                 and not same_clock(t.key, evidence.clock))
     missing_names = _distinct(t for t in missing if t.kind is Kind.NAME)
-    changed: list[tuple[str, str]] = []
-    change_similarity = 1.0
-    if similarity_of is not None:
-        for swap in substitutions(statement, tokens, missing, evidence):
-            alike = similarity_of(swap.said, swap.instead)
-            if known is not None and not all(
-                    known(w) for w in _WORD.findall(f"{swap.said} {swap.instead}")):
-                alike -= UNKNOWN_SHIFT
-            if alike < paraphrase_above:
-                changed.append((swap.said, swap.instead))
-                change_similarity = min(change_similarity, alike)
     conflicts = _fields(statement, tokens, evidence)
-    pairs = list(itertools.pairwise(plain_words(statement)))
     features = {
-        "bigram_share": (sum(1 for b in pairs if b in evidence.bigrams) / len(pairs)
-                         if pairs else 1.0),
         "field_conflicts": float(len(conflicts)),
         "similarity": similarity,
         "missing_names": float(len(missing_names)),
         "missing_numbers": float(len(missing_numbers)),
         "log_tokens": math.log1p(len(tokens)),
-        "change_similarity": change_similarity,
     }
-    return StatementEvidence(
-        features, similarity, conflicts,
-        tuple(t.text for t in (*missing_names, *missing_numbers)), tuple(changed))
+    return StatementEvidence(features, similarity, conflicts,
+                             tuple(t.text for t in (*missing_names, *missing_numbers)))
 
 
 def _fields(statement: str, tokens: Sequence[Token], evidence: Evidence) -> tuple[str, ...]:

@@ -7,8 +7,7 @@ that sentence the answer must stand in the question's slot: nearer the question'
 terms than the sentence's other names or numbers of its kind (to "Who designed the
 bridge?", "Maja Berg" in "The engineer Maja Berg designed the bridge in 1929, and the
 mayor, Oskar Lind, opened it two years later", not "Oskar Lind"); it should be of the
-kind asked for (a number for "when"), and an answer that only repeats the question's
-terms asserts nothing.
+kind asked for (a number for "when").
 """
 
 from __future__ import annotations
@@ -20,12 +19,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from ragas_trace.judges.local.embedder import Vectors
-from ragas_trace.judges.local.evidence import (
-    PAIR_DISCOUNT,
-    ContextSentence,
-    Evidence,
-    with_antecedents,
-)
+from ragas_trace.judges.local.evidence import ContextSentence, Evidence
 from ragas_trace.judges.local.lexicon import (
     ARTICLES,
     CJK_FUNCTION_CHARS,
@@ -35,7 +29,6 @@ from ragas_trace.judges.local.lexicon import (
     NUMBER_WORDS,
     STOPWORDS,
     Expects,
-    alternatives,
     capitalises_nouns,
     expectations,
 )
@@ -65,10 +58,7 @@ PHRASE_GAP = 1.0
 _PHRASE_MARK = re.compile(r"[,;:()\[\]—–，、；：（）]")
 
 
-SHORT_FEATURES = (
-    "coverage", "missing_facts", "missing_word_weight", "verbatim", "frame", "slot",
-    "kind_fit", "echoes", "log_tokens",
-)
+SHORT_FEATURES = ("coverage", "verbatim", "frame", "slot", "kind_fit")
 
 
 @dataclass(frozen=True, slots=True)
@@ -124,7 +114,6 @@ def framed_support(question: str, q_vector: Vectors, answer: str, evidence: Evid
         return None
     answer_keys = {t.key for t in answer_tokens}
     missing = [t for t in answer_tokens if t not in evidence.vocabulary]
-    missing_facts = [t for t in missing if t.kind is not Kind.WORD]
     absent = set(missing)  # a set: an answer of one long "word" has thousands of tokens
     present = [t for t in answer_tokens if t not in absent]
     def by_rarity(t: Token) -> float:
@@ -139,56 +128,34 @@ def framed_support(question: str, q_vector: Vectors, answer: str, evidence: Evid
     # A term's weight does not depend on the others': one table serves both readings.
     specific = _specificity(asked_terms, evidence, rarity)
     cosines = sentence_vectors @ q_vector
-    # A sentence that refers back ("Its founder, Ingrid Solberg, ...") is also read
-    # with the one before it, which names what the question asks about.
-    paired = with_antecedents(evidence, sentence_vectors) @ q_vector - PAIR_DISCOUNT
-
-    def frame(i: int, terms: list[Token], weigh: Callable[[Token], float]) -> float:
-        s = evidence.sentences[i]
-        value = float(cosines[i]) + lexical * _share(terms, s.vocabulary, weigh)
-        if s.refers_back:
-            both = Vocabulary(_antecedent_tokens(evidence, i))
-            value = max(value, float(paired[i])
-                        + lexical * _share(terms, both, weigh) - PAIR_DISCOUNT)
-        return value
-
-    frames = [frame(i, question_tokens, specific) for i in range(len(evidence.sentences))]
-    asked = Vocabulary(content_tokens(question))
+    frames = [float(cosines[i]) + lexical * _share(question_tokens, s.vocabulary, specific)
+              for i, s in enumerate(evidence.sentences)]
     kinds = expectations(question)
     # Held by the sentence's own words, not by the names a pronoun in it refers to.
     # A name or number must be there as it is: "France" is not held by "Francia".
     holding = [i for i, s in enumerate(evidence.sentences)
                if present and _held(present, s.tokens, by_rarity) >= 0.5]
-    base = {"coverage": coverage, "missing_facts": float(len(missing_facts)),
-            "missing_word_weight": sum(by_rarity(t) for t in missing
-                                       if t.kind is Kind.WORD),
-            "verbatim": float(_verbatim(answer, evidence)),
-            "log_tokens": math.log1p(len(answer_tokens))}
+    base = {"coverage": coverage, "verbatim": float(_verbatim(answer, evidence))}
     if not holding:
-        return FramedSupport(base | {"frame": 0.0, "slot": 0.0, "kind_fit": 1.0,
-                                     "echoes": 0.0},
+        return FramedSupport(base | {"frame": 0.0, "slot": 0.0, "kind_fit": 1.0},
                              "the answer's words are not together in any context "
                              "sentence")
     at = max(holding, key=frames.__getitem__)
-    slot, rival = _slot(evidence.sentences[at], answer_tokens, asked, question_tokens,
-                        specific, SLOT_TAU_CJK if cjk else SLOT_TAU)
+    slot, rival = _slot(evidence.sentences[at], answer_tokens,
+                        Vocabulary(content_tokens(question)), question_tokens, specific,
+                        SLOT_TAU_CJK if cjk else SLOT_TAU)
     kind_fit, unlike = _kind_fit(kinds, answer_tokens, answer)
-    echoes = alternatives(question) is None and all(t.key in asked.keys for t in answer_tokens)
-    features = base | {"frame": frames[at], "slot": slot, "kind_fit": float(kind_fit),
-                       "echoes": float(echoes)}
+    features = base | {"frame": frames[at], "slot": slot, "kind_fit": float(kind_fit)}
     parts = [f"read with the question; the context sentence holding it matches the "
              f"question {frames[at]:.2f}"]
-    if echoes:
-        parts.append("the answer only repeats the question's own terms")
     if unlike:
         parts.append(unlike)
     if rival:
         parts.append(f'"{rival}" stands nearer the question\'s terms there '
                      f"(the answer {slot:.0%} as near)")
-    if missing_facts:
-        parts.append("not in the context: " + ", ".join(t.text for t in missing_facts))
-    if coverage < 1.0:
-        parts.append(f"{coverage:.0%} of its content words are in the context")
+    if missing:
+        parts.append(f"{coverage:.0%} of its content words are in the context; not in "
+                     "the context: " + ", ".join(t.text for t in missing))
     return FramedSupport(features, "; ".join(parts))
 
 
@@ -277,13 +244,3 @@ def _slot(sentence: ContextSentence, answer_tokens: list[Token], asked: Vocabula
         if near > best:
             best, rival = near, " ".join(tokens[i].text for i in run)
     return mine / best, rival
-
-
-def _antecedent_tokens(evidence: Evidence, at: int) -> list[Token]:
-    """The sentence's tokens and those of the sentences it refers back through
-    ("It started ... . Its founder ..." reaches the sentence naming "it")."""
-    tokens = list(evidence.sentences[at].tokens)
-    while at and evidence.sentences[at].refers_back:
-        at -= 1
-        tokens += evidence.sentences[at].tokens
-    return tokens

@@ -271,7 +271,7 @@ class _Record:
             row: Vectors = vectors[index[text]]
             return row
 
-        return Context(self.evidence, vec, self.rarity, self._similarity, self.embedder.knows)
+        return Context(self.evidence, vec, self.rarity)
 
     def _windows(self, statement: Statement, context: Context) -> list[Window]:
         """Stage 3: the windows a statement is read against."""
@@ -358,12 +358,6 @@ class _Record:
                                           f"support {c.probability:.2f}: {c.evidence}")
                          for s, c in pairs)
         return MetricResult.scored(fitted(statements, checked, whole, load_models())), verdicts
-
-    def _similarity(self, first: str, second: str) -> float:
-        """Cosine of two short texts found only while scoring (a second, small call
-        to the model; the embedder's cache keeps repeats cheap)."""
-        pair = self.embedder.embed([first, second])
-        return float(pair[0] @ pair[1])
 
     def _answer_relevance(self, vec: _VecFn) -> MetricResult:
         """From the question and the answer only: the passages never move it."""

@@ -31,10 +31,6 @@ wo warum welche welcher welches welchen diese dieser dieses diesem diesen jener 
 ARTICLES = frozenset("le la les un une des du au aux el los las lo una unos unas del al"
                      .split())
 
-# Subject and object pronouns that are content tokens (English and German ones are
-# stopwords): French, Spanish, Chinese.
-PRONOUNS = frozenset("il elle ils elles él ella ellos ellas 它 他 她 它们 他们 她们 其".split())
-
 # Months are dates, not names: "March" answers "when", not "who".
 MONTHS = frozenset("""
 january february march april may june july august september october november december
