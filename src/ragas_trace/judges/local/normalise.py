@@ -1,9 +1,8 @@
 """The normalise stage: the passages as the later stages read them (``passages``):
 each once, and a structured one (a JSON record, as data-to-text apps retrieve) read as
 sentences through one adapter (``flatten_passage``): one "parent / key: value." line
-per field, camelCase keys split into words, booleans as yes / no, and "17:0" times
-written "17:00", so that the answer's words and numbers can be looked up in them as in
-prose."""
+per field, camelCase keys split into words, booleans as yes / no, so that the answer's
+words and numbers can be looked up in them as in prose."""
 
 from __future__ import annotations
 
@@ -19,7 +18,6 @@ MAX_STRUCTURED_CHARS = 200_000  # larger: read as text, not parsed
 # Not between two halves of two letters: "WiFi" is one word, "OutdoorSeating" two.
 _CAMEL = re.compile(r"(?<=[a-z])(?<!\b[A-Z][a-z])(?=[A-Z])|(?<=[a-z])(?=[A-Z][a-z]{2})"
                     r"|(?<=[A-Z])(?=[A-Z][a-z])")
-_SHORT_MINUTES = re.compile(r"\b(\d{1,2}):(\d)\b")
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,7 +80,7 @@ def _scalar(value: Any) -> str:
         return "no"
     if value is None:
         return "none"
-    return _SHORT_MINUTES.sub(lambda m: f"{m.group(1)}:{m.group(2)}0", str(value))
+    return str(value)
 
 
 _FIELD = re.compile(r"^(?:[^:]*/\s*)?(?P<key>[^/:]+):\s*(?P<value>yes|no)\.$")
