@@ -16,7 +16,6 @@ from ragas_trace.alerting.traffic import Change, ScoreMix, scrape_series
 
 SERVICE = "simulated"
 JUDGE = "simulated-judge"
-_FIRING = 'ALERTS{alertstate="firing"}'
 
 
 @dataclass(frozen=True)
@@ -83,13 +82,21 @@ def _drop_runs(scenario: Scenario, rules: Path, promtool: str, rng: np.random.Ge
         series |= scrape_series(scenario.mix, change, scored_per_s=scenario.scored_per_s,
                                 step_s=step, steps=change_step + horizon,
                                 labels=_labels(f"run-{run}"), rng=rng)
-    # The first firing sample after the change, per alert and run.
-    first = f"min_over_time(timestamp({_FIRING})[{horizon * step}s:{step}s])"
-    answers = evaluate(promtool, rules, series, step_s=step,
-                       questions={"first": (first, change_step + horizon)},
+    # The first firing sample after the change; one question per alert and run, since
+    # promtool's engine loads at most 10,000 samples a query and the subquery takes
+    # two a step for each firing series (one question for all of them failed once
+    # four alerts fired in each of 20 runs).
+    questions = {}
+    for run in range(scenario.runs):
+        for name in alert_names(rules.read_text(encoding="utf-8")):
+            firing = f'ALERTS{{alertstate="firing",alertname="{name}",app="run-{run}"}}'
+            questions[f"first {run} {name}"] = (
+                f"min_over_time(timestamp({firing})[{horizon * step}s:{step}s])",
+                change_step + horizon)
+    answers = evaluate(promtool, rules, series, step_s=step, questions=questions,
                        timeout_s=scenario.timeout_s)
     first_s: dict[tuple[str, str], float] = {}
-    for episode in _runs_only(answers["first"]):
+    for episode in _runs_only([e for found in answers.values() for e in found]):
         key = (episode.alert, episode.labels["app"])
         first_s[key] = min(episode.value, first_s.get(key, math.inf))
     delays: dict[str, list[float]] = {}
