@@ -53,9 +53,9 @@ def simulate(scenario: Scenario, rules: Path, promtool: str) -> dict[str, AlertR
     rng = np.random.default_rng(scenario.seed)
     seeds = rng.integers(0, 2**63, size=2)
     with ThreadPoolExecutor(max_workers=2) as pool:  # two promtool processes
-        drops = pool.submit(_drop_runs, scenario, rules, promtool,
+        drops = pool.submit(_drop_runs, scenario, rules, names, promtool,
                             np.random.default_rng(seeds[0]))
-        steady = pool.submit(_steady_run, scenario, rules, promtool,
+        steady = pool.submit(_steady_run, scenario, rules, names, promtool,
                              np.random.default_rng(seeds[1]))
         delays, episodes = drops.result(), steady.result()
     weeks = scenario.steady_days / 7.0
@@ -70,8 +70,8 @@ def simulate(scenario: Scenario, rules: Path, promtool: str) -> dict[str, AlertR
     return results
 
 
-def _drop_runs(scenario: Scenario, rules: Path, promtool: str, rng: np.random.Generator
-               ) -> dict[str, list[float]]:
+def _drop_runs(scenario: Scenario, rules: Path, names: list[str], promtool: str,
+               rng: np.random.Generator) -> dict[str, list[float]]:
     step = scenario.step_s
     change_step = math.ceil(scenario.warmup_minutes * 60 / step)
     horizon = math.ceil(scenario.horizon_minutes * 60 / step)
@@ -88,7 +88,7 @@ def _drop_runs(scenario: Scenario, rules: Path, promtool: str, rng: np.random.Ge
     # four alerts fired in each of 20 runs).
     questions = {}
     for run in range(scenario.runs):
-        for name in alert_names(rules.read_text(encoding="utf-8")):
+        for name in names:
             firing = f'ALERTS{{alertstate="firing",alertname="{name}",app="run-{run}"}}'
             questions[f"first {run} {name}"] = (
                 f"min_over_time(timestamp({firing})[{horizon * step}s:{step}s])",
@@ -105,8 +105,8 @@ def _drop_runs(scenario: Scenario, rules: Path, promtool: str, rng: np.random.Ge
     return delays
 
 
-def _steady_run(scenario: Scenario, rules: Path, promtool: str, rng: np.random.Generator
-                ) -> dict[str, int]:
+def _steady_run(scenario: Scenario, rules: Path, names: list[str], promtool: str,
+                rng: np.random.Generator) -> dict[str, int]:
     """The steady run as day-long apps side by side: promtool's cost grows with the
     evaluations, hardly with the series, so a week of seven apps costs one day; each
     app starts with no history, so the warm-up is counted too."""
@@ -123,7 +123,7 @@ def _steady_run(scenario: Scenario, rules: Path, promtool: str, rng: np.random.G
     # and a day's subquery takes two a step for each firing series.
     questions: dict[str, tuple[str, int]] = {}
     for app in range(apps):
-        for name in alert_names(rules.read_text(encoding="utf-8")):
+        for name in names:
             firing = (f'ALERTS{{alertstate="firing",alertname="{name}",'
                       f'app="steady-{app}"}}')
             questions[f"starts {app} {name}"] = (

@@ -439,8 +439,7 @@ def _brought(name: str, statements: Sequence[Statement], checks: Sequence[Check]
         return MetricResult.unscored(
             MetricStatus.SKIPPED, "no statement checked within the checker's max_pairs "
             "and deadline_s"), ()
-    value = MetricResult.scored(mean([c for _, c in read]))
-    return MetricResult(value.value, MetricStatus.SCORED, note), tuple(
+    return MetricResult(mean([c for _, c in read]), MetricStatus.SCORED, note), tuple(
         StatementVerdict(s.text, c.probability >= 0.5, f"{name} support {c.probability:.2f}"
                          + (f": {c.evidence[:160]}" if c.evidence else ""))
         for s, c in read)
