@@ -54,10 +54,13 @@ from results_file import repeated, write_results
 BENCH = Path(__file__).resolve().parent
 ROOT = BENCH.parent
 ARMS = ("none", "sidecar", "inprocess")
-EXTRA_ARMS = ("export-only", "inprocess-idle")
+EXTRA_ARMS = ("export-only", "lower-bound", "inprocess-idle")
 WHAT = {"sidecar": "judge in a sidecar at idle priority (recommended)",
         "export-only": "judge='off' exporting to the next hop, nothing scored (the "
                        "tracing's own cost)",
+        "lower-bound": "a handler making the same spans, built in advance, through the "
+                       "SDK and exporting them like export-only (what any SDK-based "
+                       "handler costs at least)",
         "inprocess": "local judge in every app process",
         "inprocess-idle": "local judge in every app process, its threads at idle priority"}
 CLIENT_THREADS = 16

@@ -9,6 +9,11 @@ fact in one answer in five), so every request is a RAG trace the judge can score
   (``OTEL_EXPORTER_OTLP_ENDPOINT``) to a ``ragas-trace serve`` sidecar that scores them;
 - ``export-only``: ``setup(judge="off")`` exporting to the next hop, nothing scored
   anywhere: what tracing and exporting alone cost the app;
+- ``lower-bound``: ``setup(judge="off")`` exporting to the next hop like ``export-only``,
+  but the handler only maps runs to their request and, when the root run ends, makes
+  the same three spans (names and attributes of one request, built in advance)
+  through the SDK: what any handler making these spans with the OpenTelemetry SDK
+  and exporting them over OTLP costs the app at least;
 - ``inprocess``: ``setup()`` with the local judge in this process (each worker);
 - ``inprocess-idle``: the same, the judge's threads (the scorer's, and the native
   threads of onnxruntime and BLAS) moved to ``SCHED_IDLE`` as they appear, the app's
@@ -30,7 +35,7 @@ import time
 from typing import Any
 
 from fastapi import FastAPI
-from langchain_core.callbacks import CallbackManagerForRetrieverRun
+from langchain_core.callbacks import BaseCallbackHandler, CallbackManagerForRetrieverRun
 from langchain_core.documents import Document
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage
@@ -106,15 +111,72 @@ def _judge_threads_to_idle() -> None:
         time.sleep(0.25)
 
 
+class _LowerBound(BaseCallbackHandler):
+    """Maps runs to their request (a dict, no lock) and, when the root run ends, makes
+    ``spans`` (name, attributes; the root first) in one burst. Nothing is read from
+    LangChain's objects."""
+
+    run_inline = True  # as ragas-trace's handler: called on the run's own thread
+
+    def __init__(self, tracer: Any, spans: list[tuple[str, dict[str, Any]]]) -> None:
+        self._tracer = tracer
+        self._spans = spans
+        self._runs: dict[Any, Any] = {}
+
+    def on_chain_start(self, serialized: Any, inputs: Any, *, run_id: Any,
+                       parent_run_id: Any = None, **kwargs: Any) -> None:
+        self._runs[run_id] = parent_run_id
+
+    on_retriever_start = on_chain_start
+    on_chat_model_start = on_chain_start
+
+    def on_chain_end(self, outputs: Any, *, run_id: Any, **kwargs: Any) -> None:
+        if self._runs.pop(run_id, None) is None:
+            from opentelemetry import trace
+
+            (root_name, root_attrs), *children = self._spans
+            root = self._tracer.start_span(root_name, attributes=root_attrs)
+            ctx = trace.set_span_in_context(root)
+            for name, attrs in children:
+                self._tracer.start_span(name, ctx, attributes=attrs).end()
+            root.end()
+
+    def on_retriever_end(self, documents: Any, *, run_id: Any, **kwargs: Any) -> None:
+        self._runs.pop(run_id, None)
+
+    def on_llm_end(self, response: Any, *, run_id: Any, **kwargs: Any) -> None:
+        self._runs.pop(run_id, None)
+
+
+def _lower_bound(provider: Any) -> _LowerBound:
+    """The handler of the ``lower-bound`` arm, with the spans ragas-trace's handler
+    makes for one request of this app, captured once."""
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+    from ragas_trace.collectors.langchain import RagasCallbackHandler
+
+    memory = InMemorySpanExporter()
+    capture = TracerProvider()
+    capture.add_span_processor(SimpleSpanProcessor(memory))
+    handler = RagasCallbackHandler(capture, app_name="latency-bench")
+    chain.invoke("When was it built? #7", config={"callbacks": [handler]})
+    finished = sorted(memory.get_finished_spans(), key=lambda s: s.parent is not None)
+    spans = [(s.name, dict(s.attributes or {})) for s in finished]
+    return _LowerBound(provider.get_tracer("latency-bench"), spans)
+
+
 chain = _chain()
 callbacks: list[Any] = []
 if ARM != "none":
     import ragas_trace
 
-    rt = ragas_trace.setup(service_name="latency-bench",
-                           judge="off" if ARM in ("sidecar", "export-only") else "local",
+    off = ARM in ("sidecar", "export-only", "lower-bound")
+    rt = ragas_trace.setup(service_name="latency-bench", judge="off" if off else "local",
                            exporter="otlp")
-    callbacks = [rt.langchain_handler(app_name="latency-bench")]
+    callbacks = [_lower_bound(rt.tracer_provider) if ARM == "lower-bound"
+                 else rt.langchain_handler(app_name="latency-bench")]
 if ARM == "inprocess-idle":
     threading.Thread(target=_judge_threads_to_idle, name="bench-idle", daemon=True).start()
 
