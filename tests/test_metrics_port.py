@@ -159,3 +159,41 @@ def test_a_taken_port_is_said_once_per_server_not_once_per_worker(tmp_path: Path
     assert _first_of_server(str(tmp_path), 9464) is False  # its siblings: DEBUG
     assert _first_of_server(str(tmp_path), 9465) is True  # another port
     assert not stale.exists()
+
+
+# A worker that finds the port taken stands by: when the process holding the port
+# frees it (gunicorn's reload stops the old workers after the new ones started), the
+# running worker serves the merge.
+_STANDBY = textwrap.dedent("""
+    import socket, sys, time, urllib.request
+    import ragas_trace
+    from ragas_trace import metrics_port
+    from ragas_trace.testing.scripted_judge import ScriptedJudge
+    metrics_port.STANDBY_S = 0.1
+    holder = socket.socket()
+    holder.bind(("127.0.0.1", 0))
+    holder.listen()
+    port = holder.getsockname()[1]
+    rt = ragas_trace.setup(service_name="svc", judge=ScriptedJudge(), metrics_port=port,
+                           exporter="none")
+    rt.pipeline.processor.metrics.dropped("queue_full")
+    time.sleep(0.5)
+    print("before", rt.metrics_port)
+    holder.close()
+    deadline = time.monotonic() + 10
+    while rt.metrics_port is None and time.monotonic() < deadline:
+        time.sleep(0.05)
+    print("after", rt.metrics_port == port)
+    url = f"http://127.0.0.1:{port}/metrics"
+    sys.stdout.write(urllib.request.urlopen(url, timeout=10).read().decode())
+    rt.shutdown(timeout_s=5)
+""")
+
+
+def test_a_worker_that_found_the_port_taken_serves_it_once_freed(tmp_path: Path):
+    out = subprocess.run([sys.executable, "-c", _STANDBY], env=_worker_env(tmp_path),
+                         capture_output=True, text=True, timeout=60, check=True).stdout
+    assert "before None" in out and "after True" in out, out
+    dropped = [s.value for family in text_string_to_metric_families(out.split("\n", 2)[2])
+               for s in family.samples if s.name == "ragas_scorer_dropped_total"]
+    assert dropped == [1.0]

@@ -7,8 +7,11 @@ did instead.
   every process records into its own files there; the process that binds P serves
   the merge of all of them; a process that finds P taken says so and goes on
   recording (the first worker of a server to find it taken says so at WARNING,
-  the others at DEBUG). When the serving worker dies, the next process to start (its
-  replacement) binds P again; the files, and so the counts, outlive every process.
+  the others at DEBUG), and tries P again every ``STANDBY_S`` seconds: when the
+  serving worker exits, a running sibling or the next process to start binds it
+  (gunicorn's reload starts the new workers before it stops the old ones, so no
+  process starts after the serving one is gone). The files, and so the counts,
+  outlive every process.
 - Not set: the process that binds P serves its own metrics. Another that finds P
   taken serves none (a warning names the fix), and a process forked from the
   serving one (``--preload``) is warned that its metrics are not in that scrape.
@@ -20,23 +23,85 @@ import contextlib
 import glob
 import logging
 import os
+import threading
 import weakref
 
 from opentelemetry.metrics import MeterProvider, NoOpMeterProvider
 from opentelemetry.sdk.resources import Resource
 
-from ragas_trace import providers
+from ragas_trace import _thread_signals, providers
+from ragas_trace._internal_errors import record_internal_error
 from ragas_trace._processes import alive
 from ragas_trace.exporters import multiprocess_metrics
 
 logger = logging.getLogger("ragas_trace")
 GUIDE = "docs/guides/production.md, 'Pre-fork servers'"
+STANDBY_S = 5.0  # how often a worker that found the port taken tries it again
+
+
+class Standby:
+    """The metrics endpoint of a worker that found the port taken: it tries the port
+    again every ``STANDBY_S`` seconds until it binds it (then serves the merge of
+    the multiprocess directory, as the worker that held it did) or is closed."""
+
+    def __init__(self, port: int, host: str, resource: Resource, path: str) -> None:
+        self._args = (port, host, resource, path)
+        self._lock = threading.Lock()
+        self._closed = threading.Event()
+        self._endpoint: providers.PrometheusEndpoint | None = None
+        _thread_signals.start(threading.Thread(target=self._watch, daemon=True,
+                                               name="ragas-trace-metrics-standby"))
+
+    @property
+    def serving(self) -> bool:
+        endpoint = self._endpoint
+        return endpoint is not None and endpoint.serving
+
+    @property
+    def port(self) -> int:
+        return self._endpoint.port if self._endpoint is not None else self._args[0]
+
+    @property
+    def host(self) -> str:
+        return self._endpoint.host if self._endpoint is not None else self._args[1]
+
+    def close(self, timeout_millis: float) -> None:
+        with self._lock:
+            self._closed.set()
+            endpoint = self._endpoint
+        if endpoint is not None:
+            endpoint.close(timeout_millis)
+
+    def _watch(self) -> None:
+        port, host, resource, path = self._args
+        while not self._closed.wait(STANDBY_S):
+            try:
+                endpoint = providers.PrometheusEndpoint(port, host, resource,
+                                                        multiproc_dir=path)
+            except OSError:
+                continue  # still held
+            except Exception as exc:
+                record_internal_error("metrics_port.standby", exc)
+                return
+            with self._lock:
+                if self._closed.is_set():
+                    endpoint.close(1000)
+                    return
+                self._endpoint = endpoint
+            logger.warning("ragas-trace: metrics port %s:%d was freed (the process serving "
+                           "it exited); this process (pid %d) serves it now, with the "
+                           "metrics of every process in PROMETHEUS_MULTIPROC_DIR=%s",
+                           endpoint.host, endpoint.port, os.getpid(), path)
+            return
+
+
+MetricsEndpoint = providers.PrometheusEndpoint | Standby
 
 
 def open_metrics_port(port: int, host: str, resource: Resource,
-                      ) -> tuple[MeterProvider, providers.PrometheusEndpoint | None]:
+                      ) -> tuple[MeterProvider, MetricsEndpoint | None]:
     """The meter provider for the scorer's metrics, and the endpoint this process
-    serves (None if another process serves it, or nobody can)."""
+    serves, or stands by to serve (None where nobody can)."""
     path = _usable_multiproc_dir()
     try:
         endpoint = providers.PrometheusEndpoint(port, host, resource, multiproc_dir=path)
@@ -48,9 +113,11 @@ def open_metrics_port(port: int, host: str, resource: Resource,
             logger.log(level, "ragas-trace: metrics port %s:%s is taken (%s); this process "
                        "(pid %d) and its sibling workers write their metrics to "
                        "PROMETHEUS_MULTIPROC_DIR=%s, whose merge the process holding the "
-                       "port serves (said once per server)",
+                       "port serves; one of them takes the port over when it is freed "
+                       "(said once per server)",
                        host, port, exc.strerror or exc, os.getpid(), path)
-            return multiprocess_metrics.MultiprocessMeterProvider(), None
+            return (multiprocess_metrics.MultiprocessMeterProvider(),
+                    Standby(port, host, resource, path))
         logger.warning("ragas-trace: metrics port %s:%s cannot be served (%s): this "
                        "process's (pid %d) metrics are not exported. Under a pre-fork "
                        "server, set PROMETHEUS_MULTIPROC_DIR to an empty directory shared "

@@ -188,12 +188,16 @@ def build_pipeline(
 
 
 REPLAY_WINDOW = 16  # spooled roots held at once while replaying (within their hold timeout)
+# How often a running process looks for what processes that exited after its start
+# left in the spool: gunicorn's reload (SIGHUP) starts the new workers before the old
+# ones exit, so no later start would take it. One directory listing each time.
+SPOOL_WATCH_S = 5.0
 
 
 def recover_in_background(processor: ScoringSpanProcessor, multiproc_dir: str | None) -> None:
     """Off the app's start-up path: count as lost what ended processes left unsettled
     in ``multiproc_dir`` (``exporters.lost_requests``), then take over what they left
-    in the spool (``exporters.spool``)."""
+    in the spool (``exporters.spool``), and keep taking it over until shutdown."""
     if multiproc_dir is None and processor.spool is None:
         return
 
@@ -202,9 +206,14 @@ def recover_in_background(processor: ScoringSpanProcessor, multiproc_dir: str | 
             if multiproc_dir is not None:
                 count_lost_of_dead_processes(multiproc_dir)
             spool = processor.spool
-            # A file at a time, so that workers starting together share the work.
-            while spool is not None and (entries := spool.claim(max_files=1)):
-                processor.replay(entries, window=REPLAY_WINDOW)
+            while spool is not None:
+                # A file at a time, so that workers running together share the work;
+                # none is taken once shutdown has begun (its exit path spools).
+                while not processor.closing.is_set() and (
+                        entries := spool.claim(max_files=1)):
+                    processor.replay(entries, window=REPLAY_WINDOW)
+                if processor.closing.wait(SPOOL_WATCH_S):
+                    return
         except Exception as exc:
             record_internal_error("pipeline.recover", exc)
 

@@ -50,7 +50,7 @@ from ragas_trace.exporters.app_label import UNKNOWN_APP
 from ragas_trace.exporters.content_policy import Redactor
 from ragas_trace.exporters.multiprocess_metrics import MultiprocessMeterProvider
 from ragas_trace.judges.base import Judge
-from ragas_trace.metrics_port import open_metrics_port
+from ragas_trace.metrics_port import MetricsEndpoint, open_metrics_port
 from ragas_trace.pipeline import ScoringPipeline, build_pipeline, recover_in_background
 from ragas_trace.scorer.sampler import AlwaysRule
 
@@ -70,7 +70,7 @@ class RagasTrace:
     def __init__(self, pipeline: ScoringPipeline | None, tracer_provider: TracerProvider,
                  meter_provider: MeterProvider, *, owns_tracer_provider: bool,
                  owns_meter_provider: bool,
-                 prometheus: providers.PrometheusEndpoint | None,
+                 prometheus: MetricsEndpoint | None,
                  logger_provider: LoggerProvider | None = None,
                  owns_logger_provider: bool = False,
                  settings: Settings | None = None) -> None:

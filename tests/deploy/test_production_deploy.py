@@ -2,7 +2,7 @@
 of ``production_app.py`` under gunicorn with 4 ``UvicornWorker``s, ``setup()`` with
 the local judge and every request sampled, spans and annotations to a real Phoenix
 20.26.1, ``PROMETHEUS_MULTIPROC_DIR`` and ``metrics_port`` scraped by Debian's
-Prometheus every second. Two deploy events:
+Prometheus every second. Three deploy events:
 
 1. SIGTERM to the master right after a burst (a rolling deploy): the workers score
    what they can within the exit deadline, spool the rest, and the next start with
@@ -10,10 +10,13 @@ Prometheus every second. Two deploy events:
    three scores as Phoenix span annotations, and Prometheus's counts add up.
 2. A worker SIGKILLed mid-burst: its unscored requests are counted as ``lost`` and
    Prometheus's counts add up to the requests the app took.
+3. SIGHUP to the master right after a burst (gunicorn's reload: new workers start,
+   then the old ones are stopped): what the old workers spool at exit is taken over
+   by the new ones while they run, with the same end state as 1.
 
 The burst is ``BURST`` requests (400, as in the report that asked for this test) at
-concurrency 8; ``RAGAS_TRACE_DEPLOY_BURST`` sizes it down on a slow machine. Both
-tests take about 2.5 min together on 2 cores shared with other work (Phoenix's start
+concurrency 8; ``RAGAS_TRACE_DEPLOY_BURST`` sizes it down on a slow machine. The
+three take about 4 min together on 2 cores shared with other work (Phoenix's start
 included)."""
 
 from __future__ import annotations
@@ -53,7 +56,7 @@ CONCURRENCY = 8
 BURST = int(os.environ.get("RAGAS_TRACE_DEPLOY_BURST", "400"))
 QUESTIONS = ("When was Marrowick founded?", "How tall is the Gull Point Lighthouse?",
              "Who designed the lighthouse lamp?", "Why did Edda Corrin choose the bay?")
-JOBS = ("deploy", "killed")
+JOBS = ("deploy", "killed", "reload")
 
 
 @pytest.fixture(scope="module")
@@ -231,38 +234,73 @@ def test_sigterm_right_after_a_burst_then_the_next_start_delivers_every_score(
 
     second = Server(tmp_path, multiproc, metrics_ports["deploy"], phoenix)
     try:
-        questions = [*answered, first.warm_up, second.warm_up]
-
-        def every_trace_annotated() -> bool:
-            roots = root_spans(phoenix)
-            if any(q not in roots for q in questions):
-                return False
-            ids = [roots[q]["context"]["span_id"] for q in questions]
-            found = annotated(phoenix, ids)
-            return all(found.get(i) == set(METRICS) for i in ids)
-
-        def state() -> object:
-            roots = root_spans(phoenix)
-            ids = [roots[q]["context"]["span_id"] for q in questions if q in roots]
-            found = annotated(phoenix, ids)
-            return (f"{len(ids)} of {len(questions)} roots in Phoenix, "
-                    f"{sum(v == set(METRICS) for v in found.values())} with three scores; "
-                    f"{counts(prometheus, 'deploy')}; {second.log()}")
-
-        wait_for("every answered request's three scores in Phoenix", every_trace_annotated,
-                 timeout_s=600, state=state)
-        # Nothing was lost, so the counts add up to the requests answered (both warm-ups
-        # included), nothing lost, once Prometheus read the settled files.
-        wait_for("Prometheus's counts to settle", settled(prometheus, "deploy"),
-                 timeout_s=120, state=lambda: counts(prometheus, "deploy"))
-        final = counts(prometheus, "deploy")
-        assert final["requests"] == len(answered) + first.warmed + second.warmed
-        assert final.get("lost", 0.0) == 0.0
-        assert final["scored"] == final["requests"], final
+        final = every_answer_scored(phoenix, prometheus, "deploy",
+                                    [*answered, first.warm_up, second.warm_up], second)
         print(f"prometheus after the next start: {final}")
     finally:
         assert second.stop() == 0, second.log()
     assert not list(spool.glob("*.jsonl")), "the spool was not emptied"
+
+
+def test_a_reload_right_after_a_burst_loses_nothing(phoenix, prometheus, metrics_ports,
+                                                    tmp_path):
+    # gunicorn's reload (SIGHUP) starts 4 new workers, then stops the old ones: what
+    # the old ones spool at exit is taken over by workers that are already running.
+    multiproc = tmp_path / "metrics"
+    multiproc.mkdir()
+    server = Server(tmp_path, multiproc, metrics_ports["reload"], phoenix)
+    try:
+        old = server.workers()
+        answered = burst(server.port, BURST, "reload")
+        assert len(answered) == BURST, server.log()
+        server.process.send_signal(signal.SIGHUP)
+        wait_for("the old workers to exit and 4 new ones to run",
+                 lambda: not server.workers() & old and len(server.workers()) == WORKERS,
+                 timeout_s=120, state=server.log)
+        spool = multiproc / DIRECTORY_NAME
+        print(f"spool files after the reload: "
+              f"{len(list(spool.glob('*.jsonl'))) if spool.is_dir() else 0}")
+        final = every_answer_scored(phoenix, prometheus, "reload",
+                                    [*answered, server.warm_up], server)
+        print(f"prometheus after the reload: {final}")
+        assert "Traceback" not in server.log(), server.log()
+    finally:
+        assert server.stop() == 0, server.log()
+
+
+def every_answer_scored(phoenix: PhoenixServer, prometheus: Prometheus, job: str,
+                        questions: list[str], server: Server) -> dict[str, float]:
+    """Waits until every question's trace carries its three scores as Phoenix span
+    annotations and Prometheus's counts add up to the questions, every one scored;
+    Prometheus's final counts."""
+
+    def every_trace_annotated() -> bool:
+        roots = root_spans(phoenix)
+        if any(q not in roots for q in questions):
+            return False
+        ids = [roots[q]["context"]["span_id"] for q in questions]
+        found = annotated(phoenix, ids)
+        return all(found.get(i) == set(METRICS) for i in ids)
+
+    def state() -> object:
+        roots = root_spans(phoenix)
+        ids = [roots[q]["context"]["span_id"] for q in questions if q in roots]
+        found = annotated(phoenix, ids)
+        return (f"{len(ids)} of {len(questions)} roots in Phoenix, "
+                f"{sum(v == set(METRICS) for v in found.values())} with three scores; "
+                f"{counts(prometheus, job)}; {server.log()}")
+
+    wait_for("every answered request's three scores in Phoenix", every_trace_annotated,
+             timeout_s=600, state=state)
+    # Nothing was lost, so the counts add up to the requests answered (the warm-ups
+    # included) once Prometheus read the settled files.
+    wait_for("Prometheus's counts to settle", settled(prometheus, job),
+             timeout_s=120, state=lambda: counts(prometheus, job))
+    final = counts(prometheus, job)
+    assert final["requests"] == len(questions)
+    assert final.get("lost", 0.0) == 0.0
+    assert final["scored"] == final["requests"], final
+    return final
 
 
 def test_a_worker_killed_mid_burst_counts_add_up_to_the_requests_taken(

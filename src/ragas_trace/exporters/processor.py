@@ -141,6 +141,7 @@ class ScoringSpanProcessor(Spooling, SpanProcessor):
         self._wake = threading.Condition(self._lock)
         self._held: dict[tuple[int, int], Held] = {}
         self._closed = False
+        self.closing = threading.Event()  # set at shutdown: the spool is no longer taken from
         self._start_reaper()
         _processors.add(self)
 
@@ -218,6 +219,7 @@ class ScoringSpanProcessor(Spooling, SpanProcessor):
             if self._closed:
                 return True
             self._closed = True
+            self.closing.set()
             self._wake.notify_all()
         drained = self.scorer.shutdown(remaining(_judge_deadline(deadline)))
         with self._lock:

@@ -5,9 +5,9 @@ Collector's persistent sending queue (file storage).
 Files. Each exiting process writes one file per write, as a hidden temporary file
 renamed into place (``spool-<pid>-<ns>-<entries>.jsonl``) once complete, so a
 reader never sees half a file and workers of one server never write the same
-file. A starting process claims each published file by renaming it to
-``claimed-<its pid>-...`` (a rename succeeds for one process only), reads it and
-deletes it; a claimed file whose claimer died unread is claimed again.
+file. A process claims each published file (at its start, then while it runs) by
+renaming it to ``claimed-<its pid>-...`` (a rename succeeds for one process only),
+reads it and deletes it; a claimed file whose claimer died unread is claimed again.
 
 Entries are JSON objects, one a line, with a ``kind``: ``held`` (a RAG root span
 and its descendants, not scored yet), ``span`` (a span that was waiting for export,
@@ -123,7 +123,7 @@ class Spool:
                 entries += _entries_in_name(path)
         return size, entries
 
-    # -- claiming (a starting process) -------------------------------------------------
+    # -- claiming (any process: at its start, then while it runs) ----------------------
 
     def claim(self, max_files: int | None = None) -> list[Entry]:
         """The entries of the files no live process is reading (at most ``max_files``
