@@ -15,10 +15,12 @@ Prometheus every second. The deploy events:
    by the new ones while they run, with the same end state as 1.
 4. SIGTERM in the middle of a burst, and workers recycled throughout one
    (``--max-requests``): the same end state for the requests answered.
+5. uvicorn with 4 workers of its own: a reload (SIGHUP) after half a burst, SIGTERM
+   after the other half, then the next start: the same end state.
 
 The burst is ``BURST`` requests (400, as in the report that asked for this test) at
 concurrency 8; ``RAGAS_TRACE_DEPLOY_BURST`` sizes it down on a slow machine. The
-five take about 5 min together on 2 cores shared with other work (Phoenix's start
+six take about 4 min together on 2 cores shared with other work (Phoenix's start
 included)."""
 
 from __future__ import annotations
@@ -58,7 +60,7 @@ CONCURRENCY = 8
 BURST = int(os.environ.get("RAGAS_TRACE_DEPLOY_BURST", "400"))
 QUESTIONS = ("When was Marrowick founded?", "How tall is the Gull Point Lighthouse?",
              "Who designed the lighthouse lamp?", "Why did Edda Corrin choose the bay?")
-JOBS = ("deploy", "midburst", "killed", "reload", "recycled")
+JOBS = ("deploy", "midburst", "killed", "reload", "recycled", "uvicorn")
 
 
 @pytest.fixture(scope="module")
@@ -84,10 +86,11 @@ def prometheus(tmp_path_factory: pytest.TempPathFactory,
 
 
 class Server:
-    """gunicorn with 4 UvicornWorkers serving ``production_app``."""
+    """gunicorn with 4 UvicornWorkers serving ``production_app`` (``uvicorn``: uvicorn
+    with 4 workers of its own)."""
 
     def __init__(self, workdir: Path, multiproc: Path, metrics_port: int,
-                 phoenix: PhoenixServer, *gunicorn_args: str) -> None:
+                 phoenix: PhoenixServer, *gunicorn_args: str, uvicorn: bool = False) -> None:
         self.port = free_port()
         env = {k: v for k, v in os.environ.items()
                if not k.startswith(("OTEL_", "RAGAS_TRACE_", "PROMETHEUS_", "PHOENIX_"))}
@@ -102,12 +105,15 @@ class Server:
         })
         self.log_path = workdir / f"server-{self.port}.log"
         with self.log_path.open("w") as log:
-            self.process = subprocess.Popen(
-                [sys.executable, "-m", "gunicorn", "production_app:app", "--chdir",
-                 str(APP_DIR), "-k", "uvicorn.workers.UvicornWorker", "--workers",
-                 str(WORKERS), "--bind", f"127.0.0.1:{self.port}", "--log-level", "warning",
-                 *gunicorn_args],
-                cwd=APP_DIR, env=env, stdout=log, stderr=subprocess.STDOUT)
+            command = [
+                "uvicorn", "production_app:app", "--app-dir", str(APP_DIR), "--workers",
+                str(WORKERS), "--host", "127.0.0.1", "--port", str(self.port),
+                "--log-level", "warning"] if uvicorn else [
+                "gunicorn", "production_app:app", "--chdir", str(APP_DIR), "-k",
+                "uvicorn.workers.UvicornWorker", "--workers", str(WORKERS), "--bind",
+                f"127.0.0.1:{self.port}", "--log-level", "warning", *gunicorn_args]
+            self.process = subprocess.Popen([sys.executable, "-m", *command], cwd=APP_DIR,
+                                            env=env, stdout=log, stderr=subprocess.STDOUT)
         self.warm_up = f"When was Marrowick founded? (warm-up {self.port})"
         wait_for("4 workers answering", lambda: len(self.workers()) >= WORKERS
                  and ask(self.port, self.warm_up) is not None, timeout_s=180, state=self.log)
@@ -320,6 +326,33 @@ def test_a_reload_right_after_a_burst_loses_nothing(phoenix, prometheus, metrics
         assert "Traceback" not in server.log(), server.log()
     finally:
         assert server.stop() == 0, server.log()
+
+
+def test_uvicorn_workers_reload_then_deploy_lose_nothing(phoenix, prometheus,
+                                                         metrics_ports, tmp_path):
+    # uvicorn --workers 4, its own supervisor: SIGHUP replaces each worker (the new one
+    # first), SIGTERM stops them all; then the next start.
+    multiproc = tmp_path / "metrics"
+    multiproc.mkdir()
+    first = Server(tmp_path, multiproc, metrics_ports["uvicorn"], phoenix, uvicorn=True)
+    old = first.workers()  # with multiprocessing's resource tracker, which stays
+    reloaded = burst(first.port, BURST // 2, "uvicorn-reload")
+    first.process.send_signal(signal.SIGHUP)
+    wait_for("4 new workers and the old ones gone",
+             lambda: len(first.workers() - old) >= WORKERS and len(first.workers() & old) <= 1,
+             timeout_s=120, state=first.log)
+    deployed = burst(first.port, BURST // 2, "uvicorn-deploy")
+    assert len(reloaded) + len(deployed) == BURST, first.log()
+    assert first.stop() == 0, first.log()
+    assert "Traceback" not in first.log(), first.log()
+    second = Server(tmp_path, multiproc, metrics_ports["uvicorn"], phoenix, uvicorn=True)
+    try:
+        final = every_answer_scored(
+            phoenix, prometheus, "uvicorn",
+            [*reloaded, *deployed, first.warm_up, second.warm_up], second)
+        print(f"prometheus after the reload, the deploy and the next start: {final}")
+    finally:
+        assert second.stop() == 0, second.log()
 
 
 def every_answer_scored(phoenix: PhoenixServer, prometheus: Prometheus, job: str,
