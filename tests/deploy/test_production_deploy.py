@@ -85,6 +85,14 @@ def prometheus(tmp_path_factory: pytest.TempPathFactory,
         yield prom
 
 
+@pytest.fixture
+def multiproc(tmp_path: Path) -> Path:
+    """The server's PROMETHEUS_MULTIPROC_DIR (and, inside it, its spool)."""
+    path = tmp_path / "metrics"
+    path.mkdir()
+    return path
+
+
 class Server:
     """gunicorn with 4 UvicornWorkers serving ``production_app`` (``uvicorn``: uvicorn
     with 4 workers of its own)."""
@@ -227,9 +235,7 @@ def annotated(phoenix: PhoenixServer, span_ids: list[str]) -> dict[str, set[str]
 
 
 def test_sigterm_right_after_a_burst_then_the_next_start_delivers_every_score(
-        phoenix, prometheus, metrics_ports, tmp_path):
-    multiproc = tmp_path / "metrics"
-    multiproc.mkdir()
+        phoenix, prometheus, metrics_ports, tmp_path, multiproc):
     first = Server(tmp_path, multiproc, metrics_ports["deploy"], phoenix)
     answered = burst(first.port, BURST, "deploy")
     assert len(answered) == BURST, first.log()
@@ -252,11 +258,9 @@ def test_sigterm_right_after_a_burst_then_the_next_start_delivers_every_score(
 
 
 def test_sigterm_in_the_middle_of_a_burst_then_the_next_start_delivers_every_score(
-        phoenix, prometheus, metrics_ports, tmp_path):
+        phoenix, prometheus, metrics_ports, tmp_path, multiproc):
     # A deploy under load: the master is stopped while requests keep coming; those in
     # flight are answered (uvicorn finishes them), the rest are refused.
-    multiproc = tmp_path / "metrics"
-    multiproc.mkdir()
     first = Server(tmp_path, multiproc, metrics_ports["midburst"], phoenix)
     stopped: list[float] = []
 
@@ -281,11 +285,9 @@ def test_sigterm_in_the_middle_of_a_burst_then_the_next_start_delivers_every_sco
 
 
 def test_workers_recycled_under_load_lose_nothing(phoenix, prometheus, metrics_ports,
-                                                 tmp_path):
+                                                 tmp_path, multiproc):
     # --max-requests: each worker exits after about 60 requests and gunicorn starts
     # another, throughout the burst; some of them serve the metrics port.
-    multiproc = tmp_path / "metrics"
-    multiproc.mkdir()
     server = Server(tmp_path, multiproc, metrics_ports["recycled"], phoenix,
                     "--max-requests", "60", "--max-requests-jitter", "20")
     try:
@@ -303,11 +305,9 @@ def test_workers_recycled_under_load_lose_nothing(phoenix, prometheus, metrics_p
 
 
 def test_a_reload_right_after_a_burst_loses_nothing(phoenix, prometheus, metrics_ports,
-                                                    tmp_path):
+                                                    tmp_path, multiproc):
     # gunicorn's reload (SIGHUP) starts 4 new workers, then stops the old ones: what
     # the old ones spool at exit is taken over by workers that are already running.
-    multiproc = tmp_path / "metrics"
-    multiproc.mkdir()
     server = Server(tmp_path, multiproc, metrics_ports["reload"], phoenix)
     try:
         old = server.workers()
@@ -329,11 +329,9 @@ def test_a_reload_right_after_a_burst_loses_nothing(phoenix, prometheus, metrics
 
 
 def test_uvicorn_workers_reload_then_deploy_lose_nothing(phoenix, prometheus,
-                                                         metrics_ports, tmp_path):
+                                                         metrics_ports, tmp_path, multiproc):
     # uvicorn --workers 4, its own supervisor: SIGHUP replaces each worker (the new one
     # first), SIGTERM stops them all; then the next start.
-    multiproc = tmp_path / "metrics"
-    multiproc.mkdir()
     first = Server(tmp_path, multiproc, metrics_ports["uvicorn"], phoenix, uvicorn=True)
     old = first.workers()  # with multiprocessing's resource tracker, which stays
     reloaded = burst(first.port, BURST // 2, "uvicorn-reload")
@@ -393,9 +391,7 @@ def every_answer_scored(phoenix: PhoenixServer, prometheus: Prometheus, job: str
 
 
 def test_a_worker_killed_mid_burst_counts_add_up_to_the_requests_taken(
-        phoenix, prometheus, metrics_ports, tmp_path):
-    multiproc = tmp_path / "metrics"
-    multiproc.mkdir()
+        phoenix, prometheus, metrics_ports, tmp_path, multiproc):
     server = Server(tmp_path, multiproc, metrics_ports["killed"], phoenix)
     killed: list[int] = []
 
