@@ -1,11 +1,13 @@
 """``ragas-trace serve`` as a per-host sidecar: every thread at idle CPU priority (its
-default on loopback), and a burst it cannot keep up with stays bounded by the hold
-buffer, the excess exported and counted as ``dropped`` with its reason."""
+default on loopback), a burst it cannot keep up with stays bounded by the hold
+buffer, the excess exported and counted as ``dropped`` with its reason, and a restart
+of it (its own deploy) while the app exports loses no request."""
 
 import json
 import os
 import re
 import signal
+import socket
 import subprocess
 import sys
 import threading
@@ -152,3 +154,56 @@ def test_a_serve_that_refuses_to_start_leaves_the_priority_as_it_was() -> None:
     # Loopback (idle priority by default) but no next hop: refused, exit status 2.
     assert main(["serve", "--otlp-grpc", "127.0.0.1:0", "--otlp-http", "off"]) == 2
     assert (os.sched_getscheduler(0), os.getpriority(os.PRIO_PROCESS, 0)) == before
+
+
+def test_a_sidecar_restarted_while_the_app_exports_loses_no_request(
+        downstream: OtlpGrpcReceiver, tmp_path: Any) -> None:
+    # The app's OTLP exporter retries while no sidecar listens; the old sidecar scores
+    # what it holds within its exit deadline (the rest would go to the spool, which the
+    # new one takes over).
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    args = ("--otlp-http", f"127.0.0.1:{port}", "--forward-endpoint", downstream.endpoint,
+            "--judge", "local")
+    env = {"RAGAS_TRACE_SPOOL_DIR": str(tmp_path / "spool")}
+    first = _serve(*args, env=env)
+    second = None
+    provider = TracerProvider(resource=Resource.create({"service.name": "app"}))
+    provider.add_span_processor(BatchSpanProcessor(
+        OTLPSpanExporter(endpoint=f"http://127.0.0.1:{port}/v1/traces"),
+        schedule_delay_millis=200))
+    tracer = provider.get_tracer("t")
+    try:
+        assert first.stdout is not None and json.loads(first.stdout.readline())["event"] \
+            == "ready"
+        for i in range(60):
+            if i == 30:
+                assert provider.force_flush(10_000)  # the first sidecar holds these
+                first.send_signal(signal.SIGTERM)
+                first.communicate(timeout=60)
+                assert first.returncode == 0
+            rag_request(tracer, question=f"Where is the office number {i}?",
+                        answer=f"Office {i} is in Lyon.",
+                        docs=(f"Office {i} of the firm is in Lyon, near the river.",))
+        second = _serve(*args, env=env)
+        provider.shutdown()  # the second half, into the second sidecar once it listens
+
+        def roots() -> dict[str, str]:
+            return {str(s.attributes.get("input.value")):
+                    str(s.attributes[sc.RAGAS_EVALUATION_STATUS])
+                    for s in downstream.spans()
+                    if s.name == "rag" and s.attributes.get(sc.RAGAS_EVALUATION_STATUS)}
+        deadline = time.monotonic() + 120
+        while len(roots()) < 60 and time.monotonic() < deadline:
+            time.sleep(0.2)
+        found = roots()
+    finally:
+        for proc in (first, second):
+            if proc is not None and proc.poll() is None:
+                proc.send_signal(signal.SIGTERM)
+                proc.communicate(timeout=60)
+    assert found == {f"Where is the office number {i}?": "scored" for i in range(60)}
+    rag_roots = [s for s in downstream.spans() if s.name == "rag"
+                 and s.attributes.get(sc.RAGAS_EVALUATION_STATUS)]
+    assert len(rag_roots) == 60  # each once
