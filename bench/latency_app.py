@@ -119,8 +119,11 @@ class _LowerBound(BaseCallbackHandler):
     run_inline = True  # as ragas-trace's handler: called on the run's own thread
 
     def __init__(self, tracer: Any, spans: list[tuple[str, dict[str, Any]]]) -> None:
+        from opentelemetry import trace  # here: the baseline arm imports none of it
+
         self._tracer = tracer
         self._spans = spans
+        self._in_context = trace.set_span_in_context
         self._runs: dict[Any, Any] = {}
 
     def on_chain_start(self, serialized: Any, inputs: Any, *, run_id: Any,
@@ -132,11 +135,9 @@ class _LowerBound(BaseCallbackHandler):
 
     def on_chain_end(self, outputs: Any, *, run_id: Any, **kwargs: Any) -> None:
         if self._runs.pop(run_id, None) is None:
-            from opentelemetry import trace
-
             (root_name, root_attrs), *children = self._spans
             root = self._tracer.start_span(root_name, attributes=root_attrs)
-            ctx = trace.set_span_in_context(root)
+            ctx = self._in_context(root)
             for name, attrs in children:
                 self._tracer.start_span(name, ctx, attributes=attrs).end()
             root.end()

@@ -75,13 +75,6 @@ SYNONYMS = [
 ]
 
 
-@pytest.mark.parametrize(("context", "answer"), SYNONYMS)
-def test_a_synonym_in_a_copied_sentence_stays_supported(
-        judge: LocalJudge, passing: float, context: str, answer: str) -> None:
-    result = judge.evaluate_sync(None, [context], answer, F)
-    assert result.faithfulness is not None and result.faithfulness >= passing, result
-
-
 # question, context, a short answer written without the accents its context has
 UNACCENTED = [
     ("Who did Arne Holt marry in 1902?",
@@ -128,8 +121,11 @@ NAMED_PRONOUN = [
 ]
 
 
-@pytest.mark.parametrize(("context", "answer"), NAMED_PRONOUN)
-def test_naming_what_a_pronoun_stands_for_stays_supported(
+@pytest.mark.parametrize(("context", "answer"), [
+    *(pytest.param(*case, id=f"synonym-{i}") for i, case in enumerate(SYNONYMS)),
+    *(pytest.param(*case, id=f"pronoun-{i}") for i, case in enumerate(NAMED_PRONOUN))])
+def test_a_context_sentence_restated_stays_supported(
         judge: LocalJudge, passing: float, context: str, answer: str) -> None:
+    # A synonym in place of a word, or the name a pronoun stands for.
     result = judge.evaluate_sync(None, [context], answer, F)
     assert result.faithfulness is not None and result.faithfulness >= passing, result
